@@ -1,0 +1,53 @@
+# cython: language_level=3
+# Object layouts of cgrad._C (the fields are private to the package).
+from cgrad._csrc cimport cg_node_t
+
+
+cdef class _VersionCounter:
+    cdef public Py_ssize_t version
+
+
+cdef class Node
+
+
+cdef class TensorBase:
+    cdef public object _data             # the ndarray (exact np.ndarray)
+    cdef object _grad                    # Tensor or None
+    cdef Node _grad_fn                   # producer node, or None for a leaf
+    cdef Py_ssize_t _output_nr           # which output of _grad_fn this is
+    cdef bint _requires_grad
+    cdef bint _retains_grad
+    cdef object _accum_ref               # weakref to this leaf's AccumulateGrad, or None
+    cdef _VersionCounter _vc             # created lazily; shared by views and detach()
+    cdef object _hooks                   # dict id -> hook (leaves), or None
+    cdef object _post_acc_hooks          # dict id -> hook, or None
+    cdef object __weakref__
+    cdef _set_requires_grad(self, bint value)
+    cdef _VersionCounter _get_vc(self)
+
+
+cdef class Node:
+    cdef cg_node_t c                     # graph record (edges, output metadata, seq_nr)
+    cdef object _fn                      # the Function class whose backward this runs
+    cdef object _saved                   # tuple given to save_for_backward, or None
+    cdef object _saved_vers              # list of versions at save time, or None (all 0)
+    cdef bint _has_saved
+    cdef bint _released
+    cdef object _saved_fwd
+    cdef object _needs                   # needs_input_grad tuple
+    cdef object _arg_pos                 # edge index -> forward-argument position, or None
+    cdef Py_ssize_t _n_args
+    cdef bint _materialize
+    cdef object _non_diff                # list of outputs marked non-differentiable
+    cdef object _dirty                   # list of inputs marked dirty
+    cdef object _tensor_pre              # dict output_nr -> {id: hook} (tensor hooks)
+    cdef object _retain                  # dict output_nr -> weakref to a retain_grad tensor
+    cdef object _pre_hooks               # dict id -> node pre-hook
+    cdef object _post_hooks              # dict id -> node post-hook
+    cdef object _metadata
+    cdef object __weakref__
+    cdef tuple _unpack_saved(self)
+
+
+cdef class AccumulateGrad(Node):
+    cdef object _variable                # the leaf (strong); the leaf holds us weakly

@@ -1,0 +1,1218 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
+"""Object layouts and the calls between Python and the C engine.
+
+TensorBase (the Tensor's layout), Node (a graph node, which is also a Function's ``ctx``),
+AccumulateGrad, FunctionBase.apply, saved tensors, and the engine callbacks live here. The
+graph algorithms are in csrc/ (cg_graph.c, cg_engine.c); the maths of every op is Python.
+
+Reference discipline: every PyObject* handed to C is either borrowed for the duration of the
+call or explicitly INCREF'd before it is stored (see the contracts in csrc/*.h).
+"""
+cimport cython
+cimport numpy as cnp
+from cpython.object cimport PyObject, PyTypeObject, visitproc, traverseproc, inquiry
+from cpython.ref cimport Py_INCREF, Py_XINCREF, Py_DECREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.weakref cimport PyWeakref_NewRef
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.stdint cimport uint64_t
+
+from cgrad._csrc cimport *
+
+import inspect
+import warnings
+import weakref
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+    void _xdecref "Py_XDECREF"(PyObject *o)
+    PyObject *PyWeakref_GET_OBJECT(object ref)
+
+# --------------------------------------------------------------------------------------
+# Registered by cgrad/__init__.py (see _register): the Python pieces the engine calls.
+cdef type _tensor_cls = None      # cgrad.Tensor
+cdef object _sum_to = None        # sum_to(grad_tensor, shape) -> Tensor (differentiable)
+cdef object _cast = None          # cast(grad_tensor, np.dtype) -> Tensor (differentiable)
+cdef object _np_add = np.add
+cdef object _np_zeros = np.zeros
+cdef object _np_asarray = np.asarray
+cdef object _ndarray = np.ndarray
+cdef object _empty_tuple = ()
+
+_SECOND_TIME = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+def _register(tensor_cls, sum_to, cast):
+    """Called once by cgrad/__init__.py."""
+    global _tensor_cls, _sum_to, _cast
+    if not issubclass(tensor_cls, TensorBase):
+        raise TypeError("tensor class must subclass TensorBase")
+    _tensor_cls = tensor_cls
+    _sum_to = sum_to
+    _cast = cast
+
+
+# --------------------------------------------------------------------------------------
+# Grad mode (thread-local, in C)
+
+def is_grad_enabled():
+    """Return True if grad mode is currently enabled (thread-local)."""
+    return bool(cg_grad_enabled())
+
+
+def _set_grad_enabled(bint mode):
+    """Set grad mode for this thread; returns the previous mode."""
+    cdef bint prev = cg_grad_enabled()
+    cg_set_grad_enabled(mode)
+    return prev
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+
+cdef inline object _as_array(object a):
+    """Return `a` as an exact ndarray (NumPy returns scalars from 0-d arithmetic)."""
+    if cnp.PyArray_CheckExact(a):
+        return a
+    if isinstance(a, _ndarray):
+        return a.view(_ndarray)
+    return _np_asarray(a)
+
+
+cdef inline TensorBase _new_tensor(object arr):
+    """A fresh leaf Tensor around `arr` (which must already be an exact ndarray)."""
+    cdef TensorBase t = TensorBase.__new__(_tensor_cls)
+    t._data = arr
+    return t
+
+
+def _wrap(arr):
+    """Wrap an array (or array-like) into a leaf Tensor without copying."""
+    return _new_tensor(_as_array(arr))
+
+
+cdef inline bint _is_float(object arr):
+    cdef int t = cnp.PyArray_TYPE(<cnp.ndarray>arr)
+    return cnp.PyTypeNum_ISFLOAT(t) or cnp.PyTypeNum_ISCOMPLEX(t)
+
+
+_TYPE_NAMES = {
+    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+    "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+    "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+    "complex128": "ComplexDoubleTensor",
+}
+
+
+def _type_name(arr):
+    return "cgrad." + _TYPE_NAMES.get(str(arr.dtype), "Tensor")
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+@cython.final
+cdef class _VersionCounter:
+    """Shared by a tensor, its views and its detach()es; bumped by in-place ops."""
+
+
+cdef class RemovableHandle:
+    """Handle returned by hook registration; ``remove()`` unregisters the hook."""
+    cdef object _dict_ref
+    cdef public object id
+    _next_id = 0
+
+    def __init__(self, dict hooks):
+        self._dict_ref = weakref.ref(hooks)
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        d = self._dict_ref()
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.remove()
+
+
+# --------------------------------------------------------------------------------------
+# Tensor layout
+
+@cython.trashcan(True)
+cdef class TensorBase:
+    """The C layout of cgrad.Tensor; methods with maths live in cgrad/tensor.py."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            "cgrad.Tensor cannot be constructed directly; use cgrad.tensor(data), "
+            "cgrad.as_tensor or cgrad.from_numpy")
+
+    # -- autograd metadata -----------------------------------------------------------
+    @property
+    def requires_grad(self):
+        """True if gradients need to be computed for this Tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self._set_requires_grad(bool(value))
+
+    cdef _set_requires_grad(self, bint value):
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().")
+            return
+        if value and not _is_float(self._data):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place (leaves only) and return self."""
+        self._set_requires_grad(bool(requires_grad))
+        return self
+
+    @property
+    def grad_fn(self):
+        """The graph node that produced this Tensor, or None for a leaf."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        """True for tensors not produced by a differentiable op (grad_fn is None)."""
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _version(self):
+        return self._vc.version if self._vc is not None else 0
+
+    cdef _VersionCounter _get_vc(self):
+        if self._vc is None:
+            self._vc = _VersionCounter.__new__(_VersionCounter)
+        return self._vc
+
+    def _bump_version(self):
+        """Record an in-place modification (invalidates earlier saves of this tensor)."""
+        _bump(self)
+
+    def _share_version(self, TensorBase other):
+        """Make self share other's version counter (views, detach)."""
+        self._vc = other._get_vc()
+
+    @property
+    def grad(self):
+        """Accumulated gradient (leaves and tensors with retain_grad()), or None."""
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more information.",
+                UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, TensorBase):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type "
+                f"{type(value).__name__}")
+        arr = (<TensorBase>value)._data
+        if arr.dtype != self._data.dtype:
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype '{arr.dtype}' to a tensor with "
+                f"dtype '{self._data.dtype}'. Please ensure that the gradient and the tensor "
+                f"have the same dtype")
+        if arr.shape != self._data.shape:
+            raise RuntimeError(
+                f"attempting to assign a gradient of size '{_shape_str(arr.shape)}' to a "
+                f"tensor of size '{_shape_str(self._data.shape)}'. Please ensure that the "
+                f"gradient and the tensor are the same size")
+        self._grad = value
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad and self._grad_fn is not None
+
+    def retain_grad(self):
+        """Populate .grad for this non-leaf tensor during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None:
+            return
+        if self._retains_grad:
+            return
+        node = self._grad_fn
+        if node._retain is None:
+            node._retain = {}
+        node._retain[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Register a hook called with the gradient of this tensor; it may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        cdef dict hooks
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            node = self._grad_fn
+            if node._tensor_pre is None:
+                node._tensor_pre = {}
+            hooks = node._tensor_pre.get(self._output_nr)
+            if hooks is None:
+                hooks = {}
+                node._tensor_pre[self._output_nr] = hooks
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Register hook(param) run after .grad of this leaf has been updated."""
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    # -- data ------------------------------------------------------------------------
+    @property
+    def data(self):
+        """A detached Tensor sharing this tensor's storage (not its version counter)."""
+        return _new_tensor(self._data)
+
+    @data.setter
+    def data(self, value):
+        if isinstance(value, TensorBase):
+            self._data = (<TensorBase>value)._data
+        else:
+            self._data = _as_array(value)
+        if self._accum_ref is not None:
+            acc = <object>PyWeakref_GET_OBJECT(self._accum_ref)
+            if acc is not None:
+                _set_meta(&(<Node>acc).c, 0, self._data)
+
+    def detach(self):
+        """A new leaf sharing storage and the version counter, with requires_grad=False."""
+        cdef TensorBase t = _new_tensor(self._data)
+        t._vc = self._get_vc()
+        return t
+
+    def detach_(self):
+        """Detach in place: the tensor becomes a leaf that does not require grad."""
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        self._retains_grad = False
+        return self
+
+    def numpy(self, *, force=False):
+        """The underlying ndarray (shared memory). Error if the tensor requires grad."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        a = self._data
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        if copy:
+            return a.copy()
+        return a
+
+    @property
+    def ndim(self):
+        return cnp.PyArray_NDIM(<cnp.ndarray>self._data)
+
+    def dim(self):
+        return cnp.PyArray_NDIM(<cnp.ndarray>self._data)
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    def numel(self):
+        return cnp.PyArray_SIZE(<cnp.ndarray>self._data)
+
+    def _accumulator(self):
+        """The AccumulateGrad node of this leaf (created on demand), or None."""
+        if self._grad_fn is not None or not self._requires_grad:
+            return None
+        return _get_accumulator(self)
+
+    def _set_grad_fn(self, node, Py_ssize_t output_nr=0):
+        """Internal: rebase this tensor's history onto `node` (in-place ops, mark_dirty)."""
+        self._grad_fn = <Node?>node
+        self._output_nr = output_nr
+        self._requires_grad = node is not None
+        self._retains_grad = False
+
+
+cdef inline void _bump(TensorBase t) except *:
+    cdef _VersionCounter vc = t._get_vc()
+    vc.version += 1
+
+
+cdef inline int _set_meta(cg_node_t *c, Py_ssize_t i, object arr) except -1:
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    return cg_node_set_meta(c, i, cnp.PyArray_NDIM(a), <Py_ssize_t *>cnp.PyArray_DIMS(a),
+                            <PyObject *>cnp.PyArray_DESCR(a))
+
+
+cdef AccumulateGrad _get_accumulator(TensorBase t):
+    cdef AccumulateGrad acc
+    if t._accum_ref is not None:
+        obj = <object>PyWeakref_GET_OBJECT(t._accum_ref)
+        if obj is not None:
+            return <AccumulateGrad>obj
+    acc = AccumulateGrad.__new__(AccumulateGrad)
+    acc.c.kind = CG_NODE_ACCUMULATE
+    acc._variable = t
+    cg_node_alloc_outputs(&acc.c, 1)
+    _set_meta(&acc.c, 0, t._data)
+    t._accum_ref = PyWeakref_NewRef(acc, None)
+    return acc
+
+
+# --------------------------------------------------------------------------------------
+# Graph nodes
+
+@cython.final
+cdef class _SavedOutput:
+    """A saved output of the node that saved it, stored without the Tensor object so that
+    the node does not keep its own output alive (no reference cycle)."""
+    cdef object data
+    cdef Py_ssize_t output_nr
+    cdef _VersionCounter vc
+
+
+@cython.trashcan(True)
+cdef class Node:
+    """A backward graph node. For a custom Function it is also the ``ctx``."""
+
+    def __cinit__(self):
+        cg_node_init(&self.c, <PyObject *>self, CG_NODE_FUNCTION, cg_next_seq())
+        self._materialize = True
+
+    def __dealloc__(self):
+        cg_node_clear(&self.c)
+
+    def name(self):
+        """The node's class name, e.g. 'MulBackward0'."""
+        return type(self).__name__
+
+    def _sequence_nr(self):
+        return self.c.seq_nr
+
+    @property
+    def next_functions(self):
+        """One (node or None, input_nr) pair per tensor input of the forward op."""
+        cdef Py_ssize_t i
+        cdef cg_node_t *t
+        out = []
+        for i in range(self.c.n_edges):
+            t = self.c.edges[i].node
+            if t == NULL:
+                out.append((None, 0))
+            else:
+                out.append((<object>t.self, self.c.edges[i].input_nr))
+        return tuple(out)
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    # -- ctx API -------------------------------------------------------------------------
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for backward; versions are checked when unpacked."""
+        cdef Py_ssize_t i, n = len(tensors)
+        cdef TensorBase t
+        vers = None
+        for i in range(n):
+            obj = tensors[i]
+            if isinstance(obj, TensorBase):
+                t = <TensorBase>obj
+                if t._vc is not None and t._vc.version != 0:
+                    if vers is None:
+                        vers = [0] * n
+                    vers[i] = t._vc.version
+            elif obj is not None:
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{i} is of type {type(obj).__name__}")
+        self._saved = tensors
+        self._saved_vers = vers
+        self._has_saved = True
+        self._released = False
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward, version-checked."""
+        return self._unpack_saved()
+
+    cdef tuple _unpack_saved(self):
+        cdef Py_ssize_t i, n, cur, expected
+        cdef TensorBase t
+        cdef _SavedOutput so
+        if self._released:
+            raise RuntimeError(_SECOND_TIME)
+        if not self._has_saved:
+            return ()
+        saved = <tuple>self._saved
+        n = len(saved)
+        vers = self._saved_vers
+        result = PyTuple_New(n)
+        for i in range(n):
+            obj = saved[i]
+            expected = 0 if vers is None else vers[i]
+            if type(obj) is _SavedOutput:
+                so = <_SavedOutput>obj
+                cur = so.vc.version if so.vc is not None else 0
+                t = _new_tensor(so.data)
+                t._vc = so.vc
+                t._grad_fn = self
+                t._output_nr = so.output_nr
+                t._requires_grad = True
+                if cur != expected:
+                    _raise_version_error(t, cur, expected)
+                obj = t
+            elif obj is not None:
+                t = <TensorBase>obj
+                cur = t._vc.version if t._vc is not None else 0
+                if cur != expected:
+                    _raise_version_error(t, cur, expected)
+            Py_INCREF(obj)
+            PyTuple_SET_ITEM(result, i, obj)
+        return result
+
+    def _release(self):
+        """Free saved tensors (called by the engine after backward unless retain_graph)."""
+        if self._has_saved:
+            self._saved = None
+            self._saved_vers = None
+            self._released = True
+
+    @property
+    def needs_input_grad(self):
+        """One bool per forward argument: does that argument require grad."""
+        return self._needs
+
+    def mark_non_differentiable(self, *outputs):
+        """Mark outputs that get no grad_fn and requires_grad=False."""
+        if self._non_diff is None:
+            self._non_diff = []
+        self._non_diff.extend(outputs)
+
+    def set_materialize_grads(self, bint value):
+        """If False, gradients of unused outputs arrive as None instead of zeros."""
+        self._materialize = value
+
+    def mark_dirty(self, *tensors):
+        """Declare inputs that forward modified in place (they must be returned)."""
+        if self._dirty is None:
+            self._dirty = []
+        self._dirty.extend(tensors)
+
+    def mark_shared_storage(self, *pairs):
+        warnings.warn(
+            "mark_shared_storage is deprecated. Tensors with shared storages are automatically "
+            "tracked. Note that calls to `set_()` are not tracked", FutureWarning, stacklevel=2)
+
+    def save_for_forward(self, *tensors):
+        self._saved_fwd = tensors
+
+    # -- node hooks ------------------------------------------------------------------------
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after backward."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        h = RemovableHandle(self._post_hooks)
+        self._post_hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> None or new grad_outputs, before backward."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def __call__(self, *grads):
+        """Call the node's backward directly (as torch's grad_fn(grad) does)."""
+        fn = self._fn
+        if fn is None:
+            raise RuntimeError("this node has no backward to call")
+        return fn.backward(self, *grads)
+
+
+cdef void _raise_version_error(TensorBase t, Py_ssize_t cur, Py_ssize_t expected) except *:
+    desc = f"[{_type_name(t._data)} {_shape_str(t._data.shape)}]"
+    if t._grad_fn is not None:
+        name = type(t._grad_fn).__name__
+        for suffix in ("Backward0", "Backward1", "Backward"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        desc += f", which is output {t._output_nr} of {name},"
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {desc} is at version {cur}; expected version {expected} "
+        "instead. Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with cgrad.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+cdef class AccumulateGrad(Node):
+    """The node that accumulates a leaf's gradient into ``leaf.grad``."""
+
+    @property
+    def variable(self):
+        return self._variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad".replace("torch", "cgrad")
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+# Keep Node's edges visible to the cycle collector, and let it break cycles through them.
+cdef extern from "Python.h":
+    ctypedef int (*c_traverseproc "traverseproc")(PyObject *, visitproc, void *) noexcept
+    ctypedef int (*c_inquiry "inquiry")(PyObject *) noexcept
+
+cdef c_traverseproc _node_base_traverse = <c_traverseproc>(<PyTypeObject *>Node).tp_traverse
+cdef c_inquiry _node_base_clear = <c_inquiry>(<PyTypeObject *>Node).tp_clear
+
+cdef int _node_traverse(PyObject *o, visitproc visit, void *arg) noexcept:
+    cdef int r = 0
+    if _node_base_traverse != NULL:
+        r = _node_base_traverse(o, visit, arg)
+        if r:
+            return r
+    return cg_node_traverse(&(<Node><object>o).c, visit, arg)
+
+cdef int _node_clear(PyObject *o) noexcept:
+    if _node_base_clear != NULL:
+        _node_base_clear(o)
+    cg_node_clear(&(<Node><object>o).c)
+    return 0
+
+(<PyTypeObject *>Node).tp_traverse = <traverseproc>_node_traverse
+(<PyTypeObject *>Node).tp_clear = <inquiry>_node_clear
+(<PyTypeObject *>AccumulateGrad).tp_traverse = <traverseproc>_node_traverse
+(<PyTypeObject *>AccumulateGrad).tp_clear = <inquiry>_node_clear
+
+
+# --------------------------------------------------------------------------------------
+# Function.apply
+
+@cython.final
+cdef class _FnInfo:
+    cdef object node_cls
+    cdef bint split          # forward(*args) + setup_context(ctx, inputs, output)
+    cdef object sig          # inspect.Signature of forward, for keyword binding
+    cdef Py_ssize_t n_pos    # positional parameters of forward (without ctx), or -1
+
+
+cdef dict _fn_infos = {}
+
+
+def _register_function(cls, node_cls, bint split):
+    """Called by Function.__init_subclass__ for every Function subclass."""
+    cdef _FnInfo info = _FnInfo.__new__(_FnInfo)
+    info.node_cls = node_cls
+    info.split = split
+    info.sig = None
+    info.n_pos = -1
+    _fn_infos[cls] = info
+
+
+cdef tuple _bind_args(_FnInfo info, object cls, tuple args, dict kwargs):
+    if info.sig is None:
+        info.sig = inspect.signature(cls.forward)
+    if info.split:
+        bound = info.sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.args)
+    bound = info.sig.bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.args[1:])
+
+
+cdef class FunctionBase:
+    """Base of cgrad.autograd.Function: the compiled ``apply``."""
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward with grad mode off and record a graph node if any input requires grad."""
+        cdef _FnInfo info
+        cdef Py_ssize_t i, n, n_tensors = 0, n_out, k
+        cdef bint any_rg = False, is_graph, prev, multi, rg
+        cdef TensorBase t
+        cdef Node ctx
+        cdef cg_node_t *target
+
+        try:
+            info = <_FnInfo>_fn_infos[cls]
+        except KeyError:
+            raise RuntimeError(f"{cls.__name__} is not a registered cgrad Function") from None
+        if kwargs:
+            args = _bind_args(info, cls, args, kwargs)
+        n = PyTuple_GET_SIZE(args)
+        needs = PyTuple_New(n)
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            rg = False
+            if isinstance(a, TensorBase):
+                n_tensors += 1
+                rg = (<TensorBase>a)._requires_grad
+                if rg:
+                    any_rg = True
+            r = True if rg else False
+            Py_INCREF(r)
+            PyTuple_SET_ITEM(needs, i, r)
+
+        prev = cg_grad_enabled()
+        is_graph = prev and any_rg
+        ctx = <Node>info.node_cls.__new__(info.node_cls)
+        ctx._needs = needs
+        ctx._n_args = n
+        ctx._fn = cls
+
+        if is_graph:
+            # Edges first: mark_dirty inside forward rebases the inputs' history.
+            cg_node_alloc_edges(&ctx.c, n_tensors)
+            k = 0
+            arg_pos = None if n_tensors == n else PyTuple_New(n_tensors)
+            for i in range(n):
+                a = <object>PyTuple_GET_ITEM(args, i)
+                if not isinstance(a, TensorBase):
+                    continue
+                t = <TensorBase>a
+                if arg_pos is not None:
+                    pi = i
+                    Py_INCREF(pi)
+                    PyTuple_SET_ITEM(arg_pos, k, pi)
+                if t._grad_fn is not None:
+                    cg_node_set_edge(&ctx.c, k, &t._grad_fn.c, t._output_nr)
+                elif t._requires_grad:
+                    acc = _get_accumulator(t)     # keep a reference until the edge holds one
+                    cg_node_set_edge(&ctx.c, k, &(<Node>acc).c, 0)
+                k += 1
+            ctx._arg_pos = arg_pos
+
+        cg_set_grad_enabled(False)
+        try:
+            if info.split:
+                out = cls.forward(*args)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args)
+        finally:
+            cg_set_grad_enabled(prev)
+
+        multi = type(out) is tuple
+        if multi:
+            n_out = PyTuple_GET_SIZE(out)
+            outs = out
+        else:
+            n_out = 1
+            outs = (out,)
+        if is_graph:
+            cg_node_alloc_outputs(&ctx.c, n_out)
+        result = PyTuple_New(n_out) if multi else None
+        for i in range(n_out):
+            o = <object>PyTuple_GET_ITEM(outs, i)
+            o = _wrap_output(ctx, o, i, args, is_graph)
+            if not multi:
+                result = o
+            else:
+                Py_INCREF(o)
+                PyTuple_SET_ITEM(result, i, o)
+        if is_graph and ctx._has_saved:
+            _convert_saved_outputs(ctx)
+        return result
+
+
+cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
+    cdef TensorBase t, src
+    cdef bint is_input = False, dirty = False
+    if isinstance(o, TensorBase):
+        src = <TensorBase>o
+        for a in args:
+            if a is o:
+                is_input = True
+                break
+        if is_input and ctx._dirty is not None and any(d is o for d in ctx._dirty):
+            dirty = True
+            t = src
+            _bump(t)
+            if is_graph and t._grad_fn is None and t._requires_grad:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad has been used in an in-place operation.")
+        elif is_input or src._grad_fn is not None or src._requires_grad:
+            t = _new_tensor(src._data)
+            t._vc = src._get_vc()
+        else:
+            t = src
+    elif cnp.PyArray_Check(o) or isinstance(o, np.generic):
+        t = _new_tensor(_as_array(o))
+    else:
+        return o        # non-tensor output: returned unchanged
+    if is_graph:
+        _set_meta(&ctx.c, i, t._data)
+        if _is_float(t._data) and not (
+                ctx._non_diff is not None and any(d is o for d in ctx._non_diff)):
+            t._grad_fn = ctx
+            t._output_nr = i
+            t._requires_grad = True
+            t._retains_grad = False
+        elif dirty:
+            t._grad_fn = None
+            t._requires_grad = False
+    return t
+
+
+cdef void _convert_saved_outputs(Node ctx) except *:
+    """Replace saved outputs of ctx by _SavedOutput records (no ctx <-> output cycle)."""
+    cdef Py_ssize_t i, n
+    cdef TensorBase t
+    cdef _SavedOutput so
+    saved = <tuple>ctx._saved
+    n = len(saved)
+    lst = None
+    for i in range(n):
+        obj = saved[i]
+        if isinstance(obj, TensorBase) and (<TensorBase>obj)._grad_fn is ctx:
+            t = <TensorBase>obj
+            so = _SavedOutput.__new__(_SavedOutput)
+            so.data = t._data
+            so.output_nr = t._output_nr
+            so.vc = t._vc
+            if lst is None:
+                lst = list(saved)
+            lst[i] = so
+    if lst is not None:
+        ctx._saved = tuple(lst)
+
+
+# --------------------------------------------------------------------------------------
+# Engine callbacks
+
+@cython.final
+cdef class _RunState:
+    cdef bint create_graph
+
+
+cdef object _zeros_for(cg_node_t *c, Py_ssize_t i):
+    cdef cg_meta_t *m = &c.meta[i]
+    if m.ndim < 0:
+        return None
+    shape = tuple([m.dims[d] for d in range(m.ndim)])
+    dtype = <object>m.dtype if m.dtype != NULL else None
+    return _new_tensor(_np_zeros(shape, dtype))
+
+
+cdef object _meta_shape(cg_node_t *c, Py_ssize_t i):
+    cdef cg_meta_t *m = &c.meta[i]
+    return tuple([m.dims[d] for d in range(m.ndim)])
+
+
+cdef bint _expandable(tuple shape, tuple to):
+    """Can `shape` be broadcast to `to`?"""
+    cdef Py_ssize_t i, ns = len(shape), nt = len(to)
+    if ns > nt:
+        return False
+    for i in range(1, ns + 1):
+        if shape[ns - i] != to[nt - i] and shape[ns - i] != 1:
+            return False
+    return True
+
+
+cdef object _validate_grad(Node node, object g, Py_ssize_t pos, cg_node_t *target,
+                           Py_ssize_t nr):
+    """Check one gradient returned by node's backward against the metadata of the input it
+    flows into; sum it to shape (broadcasting) and cast its dtype when needed."""
+    cdef cnp.ndarray arr
+    cdef cg_meta_t *m
+    if not isinstance(g, TensorBase):
+        if cnp.PyArray_Check(g) or isinstance(g, np.generic):
+            g = _new_tensor(_as_array(g))
+        elif hasattr(g, "_cg_sparse_grad"):
+            return g._cg_sparse_grad(<object>target.self, nr)
+        else:
+            raise TypeError(
+                f"function {type(node).__name__} returned a gradient at position {pos} of type "
+                f"{type(g).__name__}; expected a Tensor or None")
+    arr = <cnp.ndarray>(<TensorBase>g)._data
+    m = &target.meta[nr]
+    if not cg_node_meta_matches(target, nr, cnp.PyArray_NDIM(arr),
+                                <Py_ssize_t *>cnp.PyArray_DIMS(arr)):
+        want = _meta_shape(target, nr)
+        got = (<object>arr).shape
+        if not _expandable(want, got):
+            raise RuntimeError(
+                f"Function {type(node).__name__} returned an invalid gradient at index {pos} - "
+                f"got {_shape_str(got)} but expected shape compatible with {_shape_str(want)}")
+        g = _sum_to(g, want)
+        arr = <cnp.ndarray>(<TensorBase>g)._data
+    if m.dtype != NULL and <PyObject *>cnp.PyArray_DESCR(arr) != m.dtype:
+        if (<object>arr).dtype != <object>m.dtype:
+            g = _cast(g, <object>m.dtype)
+    return g
+
+
+cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, PyObject **out) except -1:
+    cdef Node node = <Node>c.self
+    cdef Py_ssize_t i, n_out = c.n_outputs, e, pos, n_res
+    cdef cg_node_t *target
+    grads = PyTuple_New(n_out + 1)
+    Py_INCREF(node)
+    PyTuple_SET_ITEM(grads, 0, node)
+    for i in range(n_out):
+        if bufs[i].g != NULL:
+            g = <object>bufs[i].g
+        else:
+            g = None
+        Py_INCREF(g)
+        PyTuple_SET_ITEM(grads, i + 1, g)
+    if node._tensor_pre is not None or node._retain is not None or node._pre_hooks is not None:
+        grads = (node,) + _run_pre_hooks(node, grads[1:])
+    if node._materialize:
+        for i in range(n_out):
+            if grads[i + 1] is None and c.meta[i].ndim >= 0:
+                lst = list(grads)
+                for k in range(n_out):
+                    if lst[k + 1] is None:
+                        lst[k + 1] = _zeros_for(c, k)
+                grads = tuple(lst)
+                break
+    fn = node._fn
+    if fn is None:
+        raise RuntimeError(f"{type(node).__name__} has no backward")
+    res = fn.backward(*grads)
+    if type(res) is not tuple:
+        res = (res,)
+    if node._post_hooks is not None:
+        res = _run_post_hooks(node, res, grads[1:])
+    n_res = PyTuple_GET_SIZE(res)
+    if n_res != node._n_args:
+        if n_res < node._n_args or any(r is not None for r in res[node._n_args:]):
+            raise RuntimeError(
+                f"function {type(node).__name__} returned an incorrect number of gradients "
+                f"(expected {node._n_args}, got {n_res})")
+    arg_pos = node._arg_pos
+    for e in range(c.n_edges):
+        target = c.edges[e].node
+        if target == NULL:
+            continue
+        pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
+        g = <object>PyTuple_GET_ITEM(res, pos)
+        if g is None:
+            continue
+        g = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
+        Py_INCREF(g)
+        out[e] = <PyObject *>g
+    return 0
+
+
+cdef tuple _run_pre_hooks(Node node, tuple grads):
+    lst = list(grads)
+    if node._tensor_pre is not None:
+        for nr, hooks in list(node._tensor_pre.items()):
+            if lst[nr] is None:
+                continue
+            for fn in list(hooks.values()):
+                r = fn(lst[nr])
+                if r is not None:
+                    _check_hook_result(fn, lst[nr], r)
+                    lst[nr] = r
+    if node._retain is not None:
+        for nr, ref in list(node._retain.items()):
+            t = ref()
+            if t is None or lst[nr] is None:
+                continue
+            _retain_accumulate(<TensorBase>t, lst[nr])
+    if node._pre_hooks is not None:
+        for fn in list(node._pre_hooks.values()):
+            r = fn(tuple(lst))
+            if r is not None:
+                lst = list(r)
+    return tuple(lst)
+
+
+cdef _retain_accumulate(TensorBase t, object g):
+    if t._grad is None:
+        t._grad = g.detach().clone() if not cg_grad_enabled() else g.clone()
+    elif cg_grad_enabled():
+        t._grad = t._grad + g
+    else:
+        t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data + (<TensorBase>g)._data))
+
+
+cdef tuple _run_post_hooks(Node node, tuple res, tuple grad_outputs):
+    for fn in list(node._post_hooks.values()):
+        r = fn(res, grad_outputs)
+        if r is not None:
+            res = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+    return res
+
+
+cdef _check_hook_result(object fn, object old, object new):
+    if not isinstance(new, TensorBase):
+        raise TypeError(f"hook returned an object of type {type(new).__name__}; expected Tensor")
+    if (<TensorBase>new)._data.shape != (<TensorBase>old)._data.shape:
+        name = getattr(fn, "__name__", repr(fn))
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+cdef inline bint _stealable(PyObject *g, bint owned):
+    """Can the engine's gradient become leaf.grad without a copy? Only if nothing else can
+    see it: engine-owned, or a fresh Tensor whose array owns its (contiguous, writeable)
+    memory and is referenced by nobody else. See Note [Grad buffer ownership]."""
+    cdef TensorBase t = <TensorBase>g
+    if t._grad_fn is not None or t._requires_grad or t._hooks is not None:
+        return False
+    arr = t._data
+    if not cnp.PyArray_CheckExact(arr):
+        return False
+    if owned:
+        return True
+    # refs: the engine buffer (1) + `t` above (1); the array: t._data (1) + `arr` (1)
+    if Py_REFCNT(t) > 2 or Py_REFCNT(arr) > 2:
+        return False
+    if cnp.PyArray_BASE(<cnp.ndarray>arr) != NULL:
+        return False
+    return cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)
+
+
+cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph) except -1:
+    """Torch's AccumulateGrad: hooks, then steal / clone / add in place / add."""
+    if var._hooks is not None:
+        for fn in list((<dict>var._hooks).values()):
+            r = fn(g)
+            if r is not None:
+                _check_hook_result(fn, g, r)
+                g = r
+                owned = False
+    if var._grad is None:
+        if not create_graph and isinstance(g, TensorBase):
+            if _stealable(<PyObject *>g, owned):
+                var._grad = g
+            else:
+                var._grad = _new_tensor((<TensorBase>g)._data.copy())
+        elif isinstance(g, TensorBase):
+            var._grad = g.clone()
+        else:
+            var._grad = g._cg_accumulate_new(var) if hasattr(g, "_cg_accumulate_new") else g
+    elif not create_graph:
+        cur = var._grad
+        if isinstance(cur, TensorBase) and isinstance(g, TensorBase):
+            a = (<TensorBase>cur)._data
+            b = (<TensorBase>g)._data
+            if (cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) and a.shape == b.shape
+                    and a.dtype == b.dtype):
+                _np_add(a, b, out=a)
+                _bump(<TensorBase>cur)
+            else:
+                var._grad = _new_tensor(_as_array(a + b))
+        else:
+            var._grad = cur + g
+    else:
+        var._grad = var._grad + g
+    if var._post_acc_hooks is not None:
+        for fn in list((<dict>var._post_acc_hooks).values()):
+            fn(var)
+    return 0
+
+
+cdef int _cb_accumulate(void *state, cg_node_t *c, PyObject *grad, int owned) except -1:
+    cdef AccumulateGrad acc = <AccumulateGrad>c.self
+    return _accumulate_leaf(<TensorBase>acc._variable, <object>grad, owned,
+                            (<_RunState>state).create_graph)
+
+
+cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) except NULL:
+    cdef TensorBase ta, tb
+    A = <object>a
+    B = <object>b
+    if (<_RunState>state).create_graph or not (
+            type(A) is _tensor_cls and type(B) is _tensor_cls):
+        r = A + B
+    else:
+        ta = <TensorBase>A
+        tb = <TensorBase>B
+        x = ta._data
+        y = tb._data
+        if (a_owned and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x) and x.shape == y.shape
+                and x.dtype == y.dtype):
+            _np_add(x, y, out=x)
+            r = A
+        else:
+            r = _new_tensor(_as_array(_np_add(x, y)))
+    Py_INCREF(r)
+    return <PyObject *>r
+
+
+cdef int _cb_release(void *state, cg_node_t *c) except -1:
+    cdef Node node = <Node>c.self
+    if node._has_saved:
+        node._saved = None
+        node._saved_vers = None
+        node._released = True
+    return 0
+
+
+cdef cg_callbacks_t _make_callbacks(_RunState st):
+    cdef cg_callbacks_t cb
+    cb.ctx = <void *>st
+    cb.apply = _cb_apply
+    cb.accumulate = _cb_accumulate
+    cb.add = _cb_add
+    cb.release = _cb_release
+    return cb
+
+
+cdef tuple _root_of(TensorBase t, Py_ssize_t i):
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (_get_accumulator(t), 0)
+    raise RuntimeError(
+        f"element {i} of tensors does not require grad and does not have a grad_fn")
+
+
+def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs):
+    """Run the engine from `tensors` seeded with `grads` (validated by the caller).
+
+    inputs is None: accumulate into every reachable leaf. Otherwise a list of tensors: the run
+    is pruned to them and the gradients that reach them are returned (a list, None where no
+    gradient arrived); nothing is accumulated.
+    """
+    cdef Py_ssize_t n = len(tensors), m = 0, i
+    cdef _RunState st = _RunState.__new__(_RunState)
+    cdef cg_callbacks_t cb
+    cdef cg_node_t **roots = NULL
+    cdef cg_node_t **targets = NULL
+    cdef Py_ssize_t *root_nrs = NULL
+    cdef Py_ssize_t *target_nrs = NULL
+    cdef PyObject **root_grads = NULL
+    cdef PyObject **captured = NULL
+    cdef bint prev
+    cdef int rc
+    keep = []   # keeps every node and gradient alive for the duration of the run
+    roots_info = [_root_of(<TensorBase?>tensors[i], i) for i in range(n)]
+    targets_info = []
+    if inputs is not None:
+        m = len(inputs)
+        for i in range(m):
+            t = <TensorBase?>inputs[i]
+            if not (<TensorBase>t)._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets_info.append(_root_of(<TensorBase>t, i))
+    st.create_graph = create_graph
+    cb = _make_callbacks(st)
+    try:
+        roots = <cg_node_t **>PyMem_Malloc(sizeof(cg_node_t *) * (n + 1))
+        root_nrs = <Py_ssize_t *>PyMem_Malloc(sizeof(Py_ssize_t) * (n + 1))
+        root_grads = <PyObject **>PyMem_Malloc(sizeof(PyObject *) * (n + 1))
+        targets = <cg_node_t **>PyMem_Malloc(sizeof(cg_node_t *) * (m + 1))
+        target_nrs = <Py_ssize_t *>PyMem_Malloc(sizeof(Py_ssize_t) * (m + 1))
+        captured = <PyObject **>PyMem_Malloc(sizeof(PyObject *) * (m + 1))
+        if (roots == NULL or root_nrs == NULL or root_grads == NULL or targets == NULL
+                or target_nrs == NULL or captured == NULL):
+            raise MemoryError()
+        for i in range(m):
+            captured[i] = NULL
+        for i in range(n):
+            node, nr = roots_info[i]
+            roots[i] = &(<Node>node).c
+            root_nrs[i] = nr
+            g = grads[i]
+            keep.append(g)
+            root_grads[i] = <PyObject *>g
+        for i in range(m):
+            node, nr = targets_info[i]
+            targets[i] = &(<Node>node).c
+            target_nrs[i] = nr
+            captured[i] = NULL
+        prev = cg_grad_enabled()
+        cg_set_grad_enabled(create_graph)
+        try:
+            cg_engine_run(roots, root_nrs, root_grads, n, targets, target_nrs, m, captured,
+                          keep_graph, &cb)
+        finally:
+            cg_set_grad_enabled(prev)
+        if inputs is None:
+            return None
+        out = []
+        for i in range(m):
+            if captured[i] == NULL:
+                out.append(None)
+            else:
+                obj = <object>captured[i]
+                _xdecref(captured[i])
+                captured[i] = NULL
+                out.append(obj)
+        return out
+    finally:
+        if captured != NULL:
+            for i in range(m):
+                _xdecref(captured[i])
+                captured[i] = NULL
+        PyMem_Free(roots)
+        PyMem_Free(root_nrs)
+        PyMem_Free(root_grads)
+        PyMem_Free(targets)
+        PyMem_Free(target_nrs)
+        PyMem_Free(captured)
+
+
+def _accumulate_into(TensorBase t, g, bint create_graph):
+    """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
+    if t._grad_fn is None:
+        _accumulate_leaf(t, g, False, create_graph)
+    else:
+        _retain_accumulate(t, g)

@@ -1,0 +1,44 @@
+"""cgrad: PyTorch-style reverse-mode autograd on NumPy with a compiled graph engine.
+
+>>> import cgrad
+>>> x = cgrad.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])
+"""
+try:
+    from cgrad import _C
+except ImportError as e:  # pragma: no cover - exercised by hand
+    raise ImportError(
+        "cgrad's compiled extension (cgrad._C) is not built or failed to load "
+        f"({e}). Build it with `pip install .` (or `pip install -e .` for development) from "
+        "the project's root; it needs a C compiler, Cython>=3 and NumPy's headers. cgrad has "
+        "no pure-Python engine.") from e
+
+from cgrad import _dtype
+from cgrad._dtype import (bool, complex64, complex128, double, float, float16, float32,
+                          float64, get_default_dtype, half, int, int8, int16, int32, int64,
+                          long, set_default_dtype, short, uint8)
+from cgrad.tensor import Size, Tensor
+from cgrad.ops.reduce import sum_to as _sum_to
+
+
+def _cast(g, dtype):
+    from cgrad.ops import ToCopy
+    return ToCopy.apply(g, dtype)
+
+
+_C._register(Tensor, _sum_to, _cast)
+
+from cgrad import autograd  # noqa: E402
+from cgrad._creation import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
+                             full, full_like, linspace, manual_seed, ones, ones_like, rand,
+                             randint, randn, tensor, zeros, zeros_like)
+from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                                      no_grad, set_grad_enabled)
+from cgrad.functional import *  # noqa: E402,F401,F403
+from cgrad.functional import __all__ as _fn_all  # noqa: E402
+
+is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
+
+__version__ = "0.1.0"

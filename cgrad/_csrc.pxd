@@ -1,0 +1,61 @@
+# cython: language_level=3
+# Mirror of csrc/*.h, one to one. Reference-ownership contracts are in the headers.
+from cpython.object cimport PyObject, visitproc
+from libc.stdint cimport uint64_t
+
+cdef extern from "cg_graph.h":
+    ctypedef struct cg_node_t
+
+    ctypedef struct cg_edge_t:
+        cg_node_t *node
+        Py_ssize_t input_nr
+
+    ctypedef struct cg_meta_t:
+        int ndim
+        Py_ssize_t *dims
+        PyObject *dtype
+
+    enum:
+        CG_NODE_FUNCTION
+        CG_NODE_ACCUMULATE
+
+    ctypedef struct cg_node_t:
+        PyObject *self
+        uint64_t seq_nr
+        int kind
+        Py_ssize_t n_edges
+        cg_edge_t *edges
+        Py_ssize_t n_outputs
+        cg_meta_t *meta
+
+    void cg_node_init(cg_node_t *node, PyObject *self, int kind, uint64_t seq_nr) noexcept
+    int cg_node_alloc_edges(cg_node_t *node, Py_ssize_t n) except -1
+    void cg_node_set_edge(cg_node_t *node, Py_ssize_t i, cg_node_t *target,
+                          Py_ssize_t input_nr) noexcept
+    int cg_node_alloc_outputs(cg_node_t *node, Py_ssize_t n) except -1
+    int cg_node_set_meta(cg_node_t *node, Py_ssize_t i, int ndim, const Py_ssize_t *dims,
+                         PyObject *dtype) except -1
+    int cg_node_meta_matches(const cg_node_t *node, Py_ssize_t i, int ndim,
+                             const Py_ssize_t *dims) noexcept
+    int cg_node_traverse(cg_node_t *node, visitproc visit, void *arg) noexcept
+    void cg_node_clear(cg_node_t *node) noexcept
+    uint64_t cg_next_seq() noexcept
+    int cg_grad_enabled() noexcept
+    void cg_set_grad_enabled(int enabled) noexcept
+
+cdef extern from "cg_engine.h":
+    ctypedef struct cg_buf_t:
+        PyObject *g
+        int owned
+
+    ctypedef struct cg_callbacks_t:
+        void *ctx
+        int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, PyObject **out) except -1
+        int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned) except -1
+        PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned) except NULL
+        int (*release)(void *ctx, cg_node_t *node) except -1
+
+    int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
+                      Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
+                      Py_ssize_t n_targets, PyObject **captured, int keep_graph,
+                      const cg_callbacks_t *cb) except -1

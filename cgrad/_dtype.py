@@ -1,0 +1,38 @@
+"""dtypes: NumPy dtypes underneath, torch's names and defaults on top."""
+from __future__ import annotations
+
+import numpy as np
+
+float16 = half = np.dtype("float16")
+float32 = float = np.dtype("float32")
+float64 = double = np.dtype("float64")
+int8 = np.dtype("int8")
+int16 = short = np.dtype("int16")
+int32 = int = np.dtype("int32")
+int64 = long = np.dtype("int64")
+uint8 = np.dtype("uint8")
+bool = np.dtype("bool")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
+
+_default = [float32]
+
+
+def get_default_dtype():
+    """The dtype given to Python floats (float32 unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d):
+    """Set the dtype for Python floats: cgrad.float32 or cgrad.float64 (or float16)."""
+    d = np.dtype(d)
+    if d.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+def to_dtype(d):
+    """Normalise a dtype argument (np.dtype, type, or string) to an np.dtype, or None."""
+    if d is None:
+        return None
+    return np.dtype(d)

@@ -1,0 +1,161 @@
+"""cgrad.autograd: reverse-mode automatic differentiation with torch.autograd's API."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from cgrad import _C
+from cgrad.autograd import function, grad_mode
+from cgrad.autograd.function import Function, FunctionCtx, once_differentiable
+from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+__all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad",
+           "set_grad_enabled", "is_grad_enabled", "inference_mode", "once_differentiable"]
+
+
+def _tensors(x, what):
+    from cgrad.tensor import Tensor
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, Sequence):
+        out = list(x)
+        for t in out:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+        return out
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+
+
+def _size_str(shape):
+    return "cgrad.Size([" + ", ".join(str(s) for s in shape) + "])"
+
+
+def _make_grads(outputs, grads, is_grads_batched=False):
+    from cgrad.tensor import Tensor
+    if grads is None:
+        grads = [None] * len(outputs)
+    elif isinstance(grads, Tensor):
+        grads = [grads]
+    else:
+        grads = list(grads)
+    if len(grads) != len(outputs):
+        raise RuntimeError(
+            f"grad can be implicitly created only for scalar outputs"
+            if not grads else
+            f"Mismatch in number of gradients: {len(grads)} gradients for {len(outputs)} outputs")
+    out = []
+    for i, (o, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if o.requires_grad:
+                if o._data.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if o._data.dtype.kind not in "fc":
+                    raise RuntimeError(
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{o._data.dtype}")
+                g = _C._wrap(np.ones_like(o._data))
+            else:
+                out.append(None)
+                continue
+        else:
+            if not isinstance(g, Tensor):
+                g = _C._wrap(np.asarray(g, dtype=o._data.dtype))
+            if g._data.shape != o._data.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{_size_str(g._data.shape)} and output[{i}] has a shape of "
+                    f"{_size_str(o._data.shape)}.")
+            if g._data.dtype != o._data.dtype and o._data.dtype.kind in "fc":
+                if g._data.dtype.kind not in "fc":
+                    raise RuntimeError(
+                        f"For complex Tensors, both grad_output and output are required to have "
+                        f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                        f"{g._data.dtype} and output[{i}] has a dtype of {o._data.dtype}.")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Accumulate the gradients of `tensors` w.r.t. graph leaves into their ``.grad``.
+
+    Same signature and semantics as ``torch.autograd.backward``.
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _tensors(tensors, "tensors")
+    if inputs is not None:
+        inputs = _tensors(inputs, "inputs")
+        if len(inputs) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, t in enumerate(tensors):
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+    grads = _make_grads(tensors, grad_tensors)
+    if create_graph:
+        import warnings
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after "
+            "use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
+    captured = _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs)
+    if inputs is not None:
+        prev = _C._set_grad_enabled(bool(create_graph))
+        try:
+            for t, g in zip(inputs, captured):
+                if g is not None:
+                    _C._accumulate_into(t, g, bool(create_graph))
+        finally:
+            _C._set_grad_enabled(prev)
+    return None
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Return the gradients of `outputs` w.r.t. `inputs` without touching ``.grad``.
+
+    Same signature and semantics as ``torch.autograd.grad``; `inputs` may be a dict, and the
+    result is then a dict with the same keys.
+    """
+    if is_grads_batched:
+        raise NotImplementedError("cgrad.autograd.grad: is_grads_batched is not supported yet")
+    keys = None
+    if isinstance(inputs, dict):
+        keys = list(inputs.keys())
+        inputs = list(inputs.values())
+    single_input = not isinstance(inputs, (list, tuple))
+    outputs = _tensors(outputs, "outputs")
+    inputs = _tensors(inputs, "inputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, t in enumerate(outputs):
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+    grads = _make_grads(outputs, grad_outputs)
+    captured = _C._run_engine(outputs, grads, bool(retain_graph), bool(create_graph), inputs)
+    result = []
+    for i, (t, g) in enumerate(zip(inputs, captured)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = _C._wrap(np.zeros_like(t._data))
+        result.append(g)
+    if keys is not None:
+        return dict(zip(keys, result))
+    return tuple(result)

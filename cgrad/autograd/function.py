@@ -1,0 +1,105 @@
+"""cgrad.autograd.Function: custom differentiable operations, torch's API.
+
+The node created by ``apply`` is the ``ctx`` (``y.grad_fn is ctx``); its class is generated
+per Function subclass and named ``<ClassName>Backward``.
+"""
+from __future__ import annotations
+
+import warnings
+
+from cgrad import _C
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+
+BackwardCFunction = _C.Node
+FunctionCtx = _C.Node
+
+_NO_BACKWARD = ("You must implement either the backward or vjp method for your custom "
+                "autograd.Function to use it with backward mode AD.")
+
+
+class Function(_C.FunctionBase):
+    r"""Base class for custom differentiable operations.
+
+    Subclasses define ``forward(ctx, *args, **kwargs)`` and ``backward(ctx, *grad_outputs)``
+    as static methods (or ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``)
+    and are called through ``apply``::
+
+        >>> import cgrad
+        >>> class Double(cgrad.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * 2
+        >>> x = cgrad.tensor([1.0], requires_grad=True)
+        >>> Double.apply(x).sum().backward(); x.grad
+        tensor([2.])
+    """
+
+    # Built-in ops set this to torch's node name (e.g. "MulBackward0").
+    _node_name: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        d = cls.__dict__
+        if "vjp" in d and "backward" not in d:
+            cls.backward = d["vjp"]
+        split = cls.setup_context is not Function.setup_context
+        name = cls.__dict__.get("_node_name") or (cls.__name__ + "Backward")
+        builtin = cls.__dict__.get("_node_name") is not None
+        node_cls = type(name, (BackwardCFunction,), {
+            "_forward_cls": cls,
+            "__module__": "builtins" if builtin else "cgrad.autograd.function",
+            "__qualname__": name,
+        })
+        cls._backward_cls = node_cls
+        _C._register_function(cls, node_cls, split)
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are "
+            "all static, so you should invoke them on the class itself. Instantiating an "
+            "autograd function will raise an error in a future version of cgrad.",
+            DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError(_NO_BACKWARD)
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD.")
+
+    vjp = backward
+
+
+def once_differentiable(fn):
+    """Run backward under no_grad (a second differentiation is not supported)."""
+    import functools
+
+    from cgrad.autograd.grad_mode import no_grad
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper

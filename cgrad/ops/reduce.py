@@ -1,0 +1,115 @@
+"""Reductions, and sum_to: the one place where broadcast gradients are reduced."""
+from __future__ import annotations
+
+import numpy as np
+
+from cgrad.autograd.function import Function
+
+
+def _norm_dims(dim, ndim):
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = []
+    for d in dim:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
+                f"{max(ndim, 1) - 1}], but got {d})")
+        out.append(d % ndim if ndim else 0)
+    return tuple(out)
+
+
+def _keep_shape(shape, dims):
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+class Sum(Function):
+    """sum(a, dim, keepdim).  d/da = g broadcast back to a's shape (a view)."""
+    _node_name = "SumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        arr = a._data
+        dims = _norm_dims(dim, arr.ndim)
+        ctx.shape = arr.shape
+        ctx.dims = dims
+        ctx.keepdim = keepdim
+        if arr.ndim == 0:
+            dims = None
+        if dtype is None and arr.dtype.kind in "bui":
+            dtype = np.int64
+        return np.sum(arr, axis=dims, keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.keepdim and ctx.shape != g.shape:
+            g = g.reshape(_keep_shape(ctx.shape, ctx.dims))
+        return g.expand(ctx.shape), None, None, None
+
+
+class Mean(Function):
+    """mean(a, dim, keepdim).  d/da = g / n broadcast back."""
+    _node_name = "MeanBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        arr = a._data
+        if arr.dtype.kind not in "fc" and dtype is None:
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {_dtype_name(arr.dtype)}")
+        dims = _norm_dims(dim, arr.ndim)
+        ctx.shape = arr.shape
+        ctx.dims = dims
+        ctx.keepdim = keepdim
+        ctx.n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+        return np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.keepdim and ctx.shape != g.shape:
+            g = g.reshape(_keep_shape(ctx.shape, ctx.dims))
+        return (g / ctx.n).expand(ctx.shape), None, None, None
+
+
+def _dtype_name(dt):
+    return {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short",
+            "int8": "Char", "uint8": "Byte"}.get(str(dt), str(dt))
+
+
+class SumTo(Function):
+    """Sum a broadcast gradient back to `shape`.  d/da = g expanded to a's shape."""
+    _node_name = "SumToBackward0"
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        arr = a._data
+        ctx.shape = arr.shape
+        return _sum_to_array(arr, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.expand(ctx.shape), None
+
+
+def _sum_to_array(arr, shape):
+    lead = arr.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and arr.shape[i + lead] != 1)
+    if axes:
+        arr = np.sum(arr, axis=axes, keepdims=True)
+    if lead:
+        arr = arr.reshape(shape)
+    return arr
+
+
+def sum_to(g, shape):
+    """Reduce gradient tensor g to `shape` (the inverse of broadcasting); differentiable."""
+    shape = tuple(shape)
+    if g._data.shape == shape:
+        return g
+    return SumTo.apply(g, shape)

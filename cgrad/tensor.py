@@ -1,0 +1,432 @@
+"""cgrad.Tensor: the user-facing tensor. Layout and autograd fields are in _C.TensorBase;
+this module maps methods and operators onto ops (cgrad/ops)."""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from cgrad import _C
+from cgrad import _dtype
+from cgrad import ops as _ops
+from cgrad._tensor_str import format_tensor
+
+_wrap = _C._wrap
+_Scalar = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as torch.Size does."""
+
+    def __repr__(self):
+        return f"cgrad.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _other(x, like):
+    """Coerce the other operand of a binary op: scalars stay Python scalars."""
+    if isinstance(x, _C.TensorBase) or isinstance(x, _Scalar):
+        return x
+    if isinstance(x, np.ndarray):
+        return _wrap(x)
+    if isinstance(x, (list, tuple)):
+        from cgrad._creation import tensor
+        return tensor(x)
+    return NotImplemented
+
+
+class Tensor(_C.TensorBase):
+    """A NumPy-backed tensor with PyTorch's autograd API."""
+
+    __slots__ = ()
+    __array_priority__ = 1000
+    __hash__ = object.__hash__
+
+    # -- printing ----------------------------------------------------------------------
+    def __repr__(self, *, tensor_contents=None):
+        fn = self.grad_fn
+        return format_tensor(
+            self._data, default_dtype=_dtype.get_default_dtype(),
+            requires_grad=self.requires_grad and fn is None,
+            grad_fn_name=type(fn).__name__ if fn is not None else None)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[dim]
+
+    @property
+    def T(self):
+        return self.permute(*range(self.dim() - 1, -1, -1)) if self.dim() > 2 else self.t()
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    @property
+    def is_sparse(self):
+        return False
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def element_size(self):
+        return self._data.itemsize
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self._data)
+
+    def __float__(self):
+        return builtins.float(self.item())
+
+    def __int__(self):
+        return builtins.int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self._data)
+
+    # -- autograd ----------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor w.r.t. graph leaves (torch semantics)."""
+        from cgrad.autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # -- conversion --------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu",)):
+                dtype = a
+        if dtype is None:
+            return self
+        dtype = np.dtype(dtype)
+        if dtype == self._data.dtype:
+            return self
+        return _ops.ToCopy.apply(self, dtype)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return _C._type_name(self._data)
+        return self.to(dtype)
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(_dtype.bool)
+
+    def clone(self, memory_format=None):
+        return _ops.Clone.apply(self)
+
+    def contiguous(self, memory_format=None):
+        if self._data.flags.c_contiguous:
+            return self
+        return _ops.Clone.apply(self)
+
+    def cpu(self):
+        return self
+
+    # -- arithmetic --------------------------------------------------------------------
+    def __add__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Add.apply(self, other)
+
+    def __radd__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Add.apply(other, self)
+
+    def __sub__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Sub.apply(other, self)
+
+    def __mul__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Div.apply(other, self)
+
+    def __pow__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        return _ops.Pow.apply(self, other)
+
+    def __rpow__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented:
+            return other
+        if isinstance(other, _C.TensorBase):
+            return _ops.Pow.apply(other, self)
+        return _ops.RPow.apply(other, self)
+
+    def __neg__(self):
+        return _ops.Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    def __matmul__(self, other):
+        if not isinstance(other, _C.TensorBase):
+            other = _other(other, self)
+            if other is NotImplemented or not isinstance(other, _C.TensorBase):
+                return NotImplemented
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        other = _other(other, self)
+        if other is NotImplemented or not isinstance(other, _C.TensorBase):
+            return NotImplemented
+        return _ops.matmul(other, self)
+
+    add = __add__
+    sub = __sub__
+    mul = __mul__
+    div = __truediv__
+    pow = __pow__
+    neg = __neg__
+
+    def matmul(self, other):
+        return _ops.matmul(self, other)
+
+    def mm(self, other):
+        return _ops.Mm.apply(self, other)
+
+    def mv(self, other):
+        return _ops.Mv.apply(self, other)
+
+    def dot(self, other):
+        return _ops.Dot.apply(self, other)
+
+    def t(self):
+        return _ops.T.apply(self)
+
+    def transpose(self, dim0, dim1):
+        return _ops.Transpose.apply(self, dim0, dim1)
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        out = self
+        # compose transpositions (a full permute op arrives with the op library)
+        cur = list(range(self.dim()))
+        for i, d in enumerate(dims):
+            j = cur.index(d % self.dim())
+            if j != i:
+                out = out.transpose(i, j)
+                cur[i], cur[j] = cur[j], cur[i]
+        return out
+
+    def exp(self):
+        return _ops.Exp.apply(self)
+
+    def log(self):
+        return _ops.Log.apply(self)
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        return _ops.Sum.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+
+    def mean(self, dim=None, keepdim=False, dtype=None):
+        return _ops.Mean.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+
+    # -- shape -------------------------------------------------------------------------
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _ops.Reshape.apply(self, shape)
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if len(shape) == 1 and isinstance(shape[0], np.dtype):
+            raise NotImplementedError("view(dtype) is not supported")
+        return _ops.View.apply(self, shape)
+
+    def expand(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if tuple(shape) == self._data.shape:
+            return self
+        return _ops.Expand.apply(self, tuple(shape))
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def unsqueeze(self, dim):
+        return _ops.Unsqueeze.apply(self, dim)
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    def __getitem__(self, idx):
+        from cgrad.ops.shape import _norm_index
+        return _ops.Index.apply(self, _norm_index(idx))
+
+    # -- in place (no history; see _check_inplace) -------------------------------------
+    def _check_inplace(self):
+        if self._requires_grad_now():
+            if self.is_leaf:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad is being used in an in-place operation.")
+            raise NotImplementedError(
+                "in-place operations on tensors that have a grad_fn are not supported yet")
+
+    def _requires_grad_now(self):
+        return self.requires_grad and _C.is_grad_enabled()
+
+    def _inplace(self, fn, other=None):
+        self._check_inplace()
+        if isinstance(other, _C.TensorBase):
+            other = other._data
+        fn(self._data, other)
+        self._bump_version()
+        return self
+
+    def add_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace(lambda a, b: np.add(a, b, out=a, casting="unsafe"), other)
+
+    def sub_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace(lambda a, b: np.subtract(a, b, out=a, casting="unsafe"), other)
+
+    def mul_(self, other):
+        return self._inplace(lambda a, b: np.multiply(a, b, out=a, casting="unsafe"), other)
+
+    def div_(self, other):
+        return self._inplace(lambda a, b: np.true_divide(a, b, out=a, casting="unsafe"), other)
+
+    def zero_(self):
+        return self._inplace(lambda a, b: a.fill(0))
+
+    def fill_(self, value):
+        return self._inplace(lambda a, b: a.fill(b), value)
+
+    def copy_(self, src):
+        return self._inplace(lambda a, b: np.copyto(a, b, casting="unsafe"), src)
+
+    def uniform_(self, a=0.0, b=1.0):
+        from cgrad._creation import _rng
+        return self._inplace(
+            lambda x, _: np.copyto(x, _rng().uniform(a, b, size=x.shape), casting="unsafe"))
+
+    def normal_(self, mean=0.0, std=1.0):
+        from cgrad._creation import _rng
+        return self._inplace(
+            lambda x, _: np.copyto(x, _rng().normal(mean, std, size=x.shape), casting="unsafe"))
+
+    # -- comparisons (no gradient) -----------------------------------------------------
+    def _cmp(self, other, fn):
+        o = other._data if isinstance(other, _C.TensorBase) else other
+        return _wrap(fn(self._data, o))
+
+    def __eq__(self, other):
+        return self._cmp(other, np.equal)
+
+    def __ne__(self, other):
+        return self._cmp(other, np.not_equal)
+
+    def __lt__(self, other):
+        return self._cmp(other, np.less)
+
+    def __le__(self, other):
+        return self._cmp(other, np.less_equal)
+
+    def __gt__(self, other):
+        return self._cmp(other, np.greater)
+
+    def __ge__(self, other):
+        return self._cmp(other, np.greater_equal)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__

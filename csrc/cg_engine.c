@@ -1,0 +1,425 @@
+/* cg_engine.c: dependency counting, ready queue, gradient buffers, pruning.
+ *
+ * Note [Run claims]: per-run state lives in arrays owned by the run (slots, buffers), not in
+ * the nodes. A node is "claimed" by a run when the dependency pass reaches it: the run
+ * stores its epoch and slot index in node->run_epoch / node->run_idx and remembers the
+ * previous values, which it restores when it ends. Runs on one thread nest strictly (a
+ * backward called from inside a backward finishes first), so a nested run that touches
+ * nodes of the outer run restores the outer run's claims before the outer run continues.
+ * Each claimed node is also INCREF'd for the duration of the run, so a callback can never
+ * free a node the run still refers to.
+ */
+#include "cg_engine.h"
+
+#include <string.h>
+
+static uint64_t cg_epoch_counter = 0; /* protected by the GIL */
+
+typedef struct {
+    cg_node_t *node;      /* claimed: holds a strong ref to node->self */
+    Py_ssize_t deps;      /* edges still to deliver into this node */
+    Py_ssize_t buf_off;   /* first of node->n_outputs buffers in run.bufs */
+    uint64_t prev_epoch;  /* claim to restore at the end */
+    Py_ssize_t prev_idx;
+    unsigned char on_path;  /* pruned runs: reaches a target (or is one) */
+    unsigned char exec;     /* pruned runs: must run (some input reaches a target) */
+    unsigned char target;   /* is a capture target */
+} cg_slot_t;
+
+typedef struct {
+    uint64_t epoch;
+    cg_slot_t *slots;
+    Py_ssize_t n_slots, cap_slots;
+    cg_buf_t *bufs;
+    Py_ssize_t n_bufs, cap_bufs;
+    Py_ssize_t *heap; /* slot indices, max-heap on seq_nr */
+    Py_ssize_t n_heap, cap_heap;
+    Py_ssize_t *stack;
+    Py_ssize_t n_stack, cap_stack;
+} cg_run_t;
+
+static int grow(void **arr, Py_ssize_t *cap, Py_ssize_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return 0;
+    }
+    Py_ssize_t ncap = *cap < 16 ? 16 : *cap;
+    while (ncap < need) {
+        ncap *= 2;
+    }
+    void *p = PyMem_Realloc(*arr, elem * (size_t)ncap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* Claim `node` for the run if it is not claimed yet. Returns its slot index, or -1. */
+static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
+{
+    if (node->run_epoch == run->epoch) {
+        return node->run_idx;
+    }
+    if (grow((void **)&run->slots, &run->cap_slots, run->n_slots + 1, sizeof(cg_slot_t)) < 0) {
+        return -1;
+    }
+    Py_ssize_t nb = node->n_outputs < 1 ? 1 : node->n_outputs;
+    if (grow((void **)&run->bufs, &run->cap_bufs, run->n_bufs + nb, sizeof(cg_buf_t)) < 0) {
+        return -1;
+    }
+    Py_ssize_t idx = run->n_slots++;
+    cg_slot_t *s = &run->slots[idx];
+    s->node = node;
+    s->deps = 0;
+    s->buf_off = run->n_bufs;
+    s->prev_epoch = node->run_epoch;
+    s->prev_idx = node->run_idx;
+    s->on_path = 1;
+    s->exec = 1;
+    s->target = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        run->bufs[run->n_bufs + i].g = NULL;
+        run->bufs[run->n_bufs + i].owned = 0;
+    }
+    run->n_bufs += nb;
+    Py_INCREF(node->self);
+    node->run_epoch = run->epoch;
+    node->run_idx = idx;
+    return idx;
+}
+
+static int stack_push(cg_run_t *run, Py_ssize_t idx)
+{
+    if (grow((void **)&run->stack, &run->cap_stack, run->n_stack + 1, sizeof(Py_ssize_t)) < 0) {
+        return -1;
+    }
+    run->stack[run->n_stack++] = idx;
+    return 0;
+}
+
+/* Ready queue: AccumulateGrad nodes sort as UINT64_MAX (run as soon as ready), as torch. */
+static inline uint64_t prio(const cg_run_t *run, Py_ssize_t idx)
+{
+    const cg_node_t *n = run->slots[idx].node;
+    return n->kind == CG_NODE_ACCUMULATE ? UINT64_MAX : n->seq_nr;
+}
+
+static int heap_push(cg_run_t *run, Py_ssize_t idx)
+{
+    if (grow((void **)&run->heap, &run->cap_heap, run->n_heap + 1, sizeof(Py_ssize_t)) < 0) {
+        return -1;
+    }
+    Py_ssize_t i = run->n_heap++;
+    uint64_t p = prio(run, idx);
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        if (prio(run, run->heap[parent]) >= p) {
+            break;
+        }
+        run->heap[i] = run->heap[parent];
+        i = parent;
+    }
+    run->heap[i] = idx;
+    return 0;
+}
+
+static Py_ssize_t heap_pop(cg_run_t *run)
+{
+    Py_ssize_t top = run->heap[0];
+    Py_ssize_t last = run->heap[--run->n_heap];
+    Py_ssize_t n = run->n_heap, i = 0;
+    uint64_t p = prio(run, last);
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) {
+            break;
+        }
+        if (c + 1 < n && prio(run, run->heap[c + 1]) > prio(run, run->heap[c])) {
+            c++;
+        }
+        if (prio(run, run->heap[c]) <= p) {
+            break;
+        }
+        run->heap[i] = run->heap[c];
+        i = c;
+    }
+    if (n > 0) {
+        run->heap[i] = last;
+    }
+    return top;
+}
+
+/* Add `g` (NEW reference, stolen) into buffer b. See Note [Grad buffer ownership]. */
+static int buf_add(cg_buf_t *b, PyObject *g, const cg_callbacks_t *cb)
+{
+    if (b->g == NULL) {
+        b->g = g;
+        b->owned = 0;
+        return 0;
+    }
+    PyObject *sum = cb->add(cb->ctx, b->g, g, b->owned);
+    Py_DECREF(g);
+    if (sum == NULL) {
+        return -1;
+    }
+    Py_SETREF(b->g, sum);
+    b->owned = 1;
+    return 0;
+}
+
+static void run_free(cg_run_t *run)
+{
+    /* Release buffers, then restore claims in reverse order (Note [Run claims]). */
+    for (Py_ssize_t i = 0; i < run->n_bufs; i++) {
+        Py_CLEAR(run->bufs[i].g);
+    }
+    for (Py_ssize_t i = run->n_slots - 1; i >= 0; i--) {
+        cg_node_t *n = run->slots[i].node;
+        n->run_epoch = run->slots[i].prev_epoch;
+        n->run_idx = run->slots[i].prev_idx;
+    }
+    for (Py_ssize_t i = run->n_slots - 1; i >= 0; i--) {
+        Py_DECREF(run->slots[i].node->self);
+    }
+    PyMem_Free(run->slots);
+    PyMem_Free(run->bufs);
+    PyMem_Free(run->heap);
+    PyMem_Free(run->stack);
+}
+
+/* Claim everything reachable from the roots and count dependencies. Iterative DFS. */
+static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
+{
+    for (Py_ssize_t r = 0; r < n_roots; r++) {
+        if (roots[r]->run_epoch == run->epoch) {
+            continue;
+        }
+        Py_ssize_t idx = claim(run, roots[r]);
+        if (idx < 0 || stack_push(run, idx) < 0) {
+            return -1;
+        }
+        while (run->n_stack > 0) {
+            cg_node_t *n = run->slots[run->stack[--run->n_stack]].node;
+            for (Py_ssize_t e = 0; e < n->n_edges; e++) {
+                cg_node_t *t = n->edges[e].node;
+                if (t == NULL) {
+                    continue;
+                }
+                if (t->run_epoch != run->epoch) {
+                    Py_ssize_t ti = claim(run, t);
+                    if (ti < 0 || stack_push(run, ti) < 0) {
+                        return -1;
+                    }
+                }
+                run->slots[t->run_idx].deps++;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Pruned runs: mark on_path / exec, then recount dependencies over the executed part. */
+static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
+{
+    Py_ssize_t n = run->n_slots;
+    for (Py_ssize_t t = 0; t < n_targets; t++) {
+        if (targets[t]->run_epoch == run->epoch) {
+            run->slots[targets[t]->run_idx].target = 1;
+        }
+    }
+    /* Topological order (Kahn) into run->stack, using a copy of deps in `left`. */
+    Py_ssize_t *left = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (left == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (grow((void **)&run->stack, &run->cap_stack, n, sizeof(Py_ssize_t)) < 0) {
+        PyMem_Free(left);
+        return -1;
+    }
+    Py_ssize_t head = 0, tail = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        left[i] = run->slots[i].deps;
+        if (left[i] == 0) {
+            run->stack[tail++] = i;
+        }
+    }
+    while (head < tail) {
+        cg_node_t *nd = run->slots[run->stack[head++]].node;
+        for (Py_ssize_t e = 0; e < nd->n_edges; e++) {
+            cg_node_t *t = nd->edges[e].node;
+            if (t != NULL && --left[t->run_idx] == 0) {
+                run->stack[tail++] = t->run_idx;
+            }
+        }
+    }
+    PyMem_Free(left);
+    /* Reverse topological order: children before parents. */
+    for (Py_ssize_t k = tail - 1; k >= 0; k--) {
+        cg_slot_t *s = &run->slots[run->stack[k]];
+        int reach = 0;
+        for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
+            cg_node_t *t = s->node->edges[e].node;
+            if (t != NULL && run->slots[t->run_idx].on_path) {
+                reach = 1;
+                break;
+            }
+        }
+        s->exec = (unsigned char)reach;
+        s->on_path = (unsigned char)(reach || s->target);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        run->slots[i].deps = 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        cg_slot_t *s = &run->slots[i];
+        if (!s->exec) {
+            continue;
+        }
+        for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
+            cg_node_t *t = s->node->edges[e].node;
+            if (t != NULL && run->slots[t->run_idx].on_path) {
+                run->slots[t->run_idx].deps++;
+            }
+        }
+    }
+    run->n_stack = 0;
+    return 0;
+}
+
+static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targets,
+                    const Py_ssize_t *target_nrs, Py_ssize_t n_targets, PyObject **captured,
+                    int keep_graph, const cg_callbacks_t *cb, PyObject **scratch)
+{
+    cg_slot_t *s = &run->slots[idx];
+    cg_node_t *node = s->node;
+    Py_ssize_t off = s->buf_off;
+    if (s->target) {
+        for (Py_ssize_t t = 0; t < n_targets; t++) {
+            if (targets[t] == node) {
+                PyObject *g = run->bufs[off + target_nrs[t]].g;
+                Py_XINCREF(g);
+                Py_XSETREF(captured[t], g);
+            }
+        }
+    }
+    if (pruned && !s->exec) {
+        return 0;
+    }
+    if (node->kind == CG_NODE_ACCUMULATE) {
+        cg_buf_t *b = &run->bufs[off];
+        if (b->g == NULL) {
+            return 0;
+        }
+        return cb->accumulate(cb->ctx, node, b->g, b->owned);
+    }
+    Py_ssize_t ne = node->n_edges;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        scratch[e] = NULL;
+    }
+    if (cb->apply(cb->ctx, node, &run->bufs[off], scratch) < 0) {
+        return -1;
+    }
+    /* The node's inputs are consumed: drop them before its outputs are delivered. */
+    Py_ssize_t nb = node->n_outputs < 1 ? 1 : node->n_outputs;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        Py_CLEAR(run->bufs[off + i].g);
+    }
+    int rc = 0;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        PyObject *g = scratch[e];
+        scratch[e] = NULL;
+        cg_node_t *t = node->edges[e].node;
+        if (t == NULL || rc < 0) {
+            Py_XDECREF(g);
+            continue;
+        }
+        cg_slot_t *ts = &run->slots[t->run_idx];
+        if (pruned && !ts->on_path) {
+            Py_XDECREF(g);
+            continue;
+        }
+        if (g != NULL && buf_add(&run->bufs[ts->buf_off + node->edges[e].input_nr], g, cb) < 0) {
+            rc = -1;
+            continue;
+        }
+        if (--ts->deps == 0 && heap_push(run, t->run_idx) < 0) {
+            rc = -1;
+        }
+    }
+    if (rc == 0 && !keep_graph) {
+        rc = cb->release(cb->ctx, node);
+    }
+    return rc;
+}
+
+int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
+                  Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
+                  Py_ssize_t n_targets, PyObject **captured, int keep_graph,
+                  const cg_callbacks_t *cb)
+{
+    cg_run_t run;
+    memset(&run, 0, sizeof(run));
+    run.epoch = ++cg_epoch_counter;
+    PyObject **scratch = NULL;
+    Py_ssize_t n_scratch = 0;
+    int pruned = n_targets > 0;
+    for (Py_ssize_t t = 0; t < n_targets; t++) {
+        captured[t] = NULL;
+    }
+    if (discover(&run, roots, n_roots) < 0) {
+        goto error;
+    }
+    if (pruned && prune(&run, targets, n_targets) < 0) {
+        goto error;
+    }
+    for (Py_ssize_t r = 0; r < n_roots; r++) {
+        cg_slot_t *s = &run.slots[roots[r]->run_idx];
+        Py_INCREF(root_grads[r]);
+        if (buf_add(&run.bufs[s->buf_off + root_nrs[r]], root_grads[r], cb) < 0) {
+            goto error;
+        }
+    }
+    for (Py_ssize_t i = 0; i < run.n_slots; i++) {
+        cg_slot_t *s = &run.slots[i];
+        if (s->deps == 0 && s->on_path && heap_push(&run, i) < 0) {
+            goto error;
+        }
+    }
+    for (Py_ssize_t i = 0; i < run.n_slots; i++) {
+        if (run.slots[i].node->n_edges > n_scratch) {
+            n_scratch = run.slots[i].node->n_edges;
+        }
+    }
+    scratch = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)(n_scratch ? n_scratch : 1));
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    while (run.n_heap > 0) {
+        Py_ssize_t idx = heap_pop(&run);
+        if (run_node(&run, idx, pruned, targets, target_nrs, n_targets, captured, keep_graph,
+                     cb, scratch) < 0) {
+            goto error;
+        }
+    }
+    PyMem_Free(scratch);
+    run_free(&run);
+    return 0;
+error:
+    PyMem_Free(scratch);
+    for (Py_ssize_t t = 0; t < n_targets; t++) {
+        Py_CLEAR(captured[t]);
+    }
+    {
+        /* Keep the exception across the releases below (they may run deallocators). */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        run_free(&run);
+        PyErr_Restore(et, ev, tb);
+    }
+    return -1;
+}

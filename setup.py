@@ -1,0 +1,49 @@
+"""Build the compiled core cgrad._C (csrc/*.c + cgrad/_C.pyx).
+
+Metadata lives in pyproject.toml; this file only declares the extension.
+Switches (environment variables, as msgspec):
+  CGRAD_DEBUG=1     -O0 -g, assertions on, Cython bound checks, -Wall -Wextra
+  CGRAD_SANITIZE=1  -fsanitize=address,undefined
+  CGRAD_ANNOTATE=1  write Cython's annotated HTML next to the .pyx
+"""
+import os
+from glob import glob
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+
+def _flag(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def get_ext_options():
+    compile_args = ["-std=c11"] if os.name != "nt" else []
+    link_args = []
+    directives = {"language_level": 3, "boundscheck": False, "wraparound": False,
+                  "cdivision": True, "embedsignature": True}
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+              ("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION")]
+    if _flag("CGRAD_DEBUG"):
+        compile_args += ["-O0", "-g", "-UNDEBUG", "-Wall", "-Wextra"]
+        directives["boundscheck"] = True
+    else:
+        compile_args += ["-O2"]
+    if _flag("CGRAD_SANITIZE"):
+        compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+        link_args += ["-fsanitize=address,undefined"]
+    return dict(include_dirs=["csrc", numpy.get_include()], define_macros=macros,
+                extra_compile_args=compile_args, extra_link_args=link_args), directives
+
+
+opts, directives = get_ext_options()
+ext = Extension(
+    "cgrad._C",
+    sources=["cgrad/_C.pyx", "csrc/cg_graph.c", "csrc/cg_engine.c"],
+    depends=glob("csrc/*.h") + ["cgrad/_C.pxd", "cgrad/_csrc.pxd"],
+    **opts,
+)
+
+setup(ext_modules=cythonize([ext], compiler_directives=directives,
+                            annotate=_flag("CGRAD_ANNOTATE")))
