@@ -34,7 +34,9 @@ cdef class Node:
     cdef bint _has_saved
     cdef bint _released
     cdef object _saved_fwd
-    cdef object _needs                   # needs_input_grad tuple
+    cdef object _needs                   # needs_input_grad tuple (computed lazily)
+    cdef object _args                    # forward arguments while forward runs
+    cdef public object _aux              # op-private slot for built-in ops (no dict)
     cdef object _arg_pos                 # edge index -> forward-argument position, or None
     cdef Py_ssize_t _n_args
     cdef bint _materialize

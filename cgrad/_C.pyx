@@ -127,21 +127,22 @@ cdef class _VersionCounter:
     """Shared by a tensor, its views and its detach()es; bumped by in-place ops."""
 
 
+cdef Py_ssize_t _next_handle_id = 0
+
+
 cdef class RemovableHandle:
     """Handle returned by hook registration; ``remove()`` unregisters the hook."""
-    cdef object _dict_ref
+    cdef object _hooks
     cdef public object id
-    _next_id = 0
 
     def __init__(self, dict hooks):
-        self._dict_ref = weakref.ref(hooks)
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
+        global _next_handle_id
+        self._hooks = hooks
+        self.id = _next_handle_id
+        _next_handle_id += 1
 
     def remove(self):
-        d = self._dict_ref()
-        if d is not None:
-            d.pop(self.id, None)
+        (<dict>self._hooks).pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -170,6 +171,11 @@ cdef class TensorBase:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to "
+                "use a computed variable in a subgraph that doesn't require differentiation "
+                "use var_no_grad = var.detach().")
         self._set_requires_grad(bool(value))
 
     cdef _set_requires_grad(self, bint value):
@@ -373,6 +379,40 @@ cdef class TensorBase:
     def numel(self):
         return cnp.PyArray_SIZE(<cnp.ndarray>self._data)
 
+    # -- hot operators, dispatched in C to the op table registered by cgrad.ops --------
+    def __add__(self, other):
+        return _binop(0, self, other, False)
+
+    def __radd__(self, other):
+        return _binop(0, self, other, True)
+
+    def __sub__(self, other):
+        return _binop(1, self, other, False)
+
+    def __rsub__(self, other):
+        return _binop(1, self, other, True)
+
+    def __mul__(self, other):
+        return _binop(2, self, other, False)
+
+    def __rmul__(self, other):
+        return _binop(2, self, other, True)
+
+    def __truediv__(self, other):
+        return _binop(3, self, other, False)
+
+    def __rtruediv__(self, other):
+        return _binop(3, self, other, True)
+
+    def __pow__(self, other, mod=None):
+        return _binop(4, self, other, False)
+
+    def __rpow__(self, other, mod=None):
+        return _binop(4, self, other, True)
+
+    def __neg__(self):
+        return _apply(_neg_info, (self,))
+
     def _accumulator(self):
         """The AccumulateGrad node of this leaf (created on demand), or None."""
         if self._grad_fn is not None or not self._requires_grad:
@@ -466,25 +506,7 @@ cdef class Node:
     # -- ctx API -------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; versions are checked when unpacked."""
-        cdef Py_ssize_t i, n = len(tensors)
-        cdef TensorBase t
-        vers = None
-        for i in range(n):
-            obj = tensors[i]
-            if isinstance(obj, TensorBase):
-                t = <TensorBase>obj
-                if t._vc is not None and t._vc.version != 0:
-                    if vers is None:
-                        vers = [0] * n
-                    vers[i] = t._vc.version
-            elif obj is not None:
-                raise TypeError(
-                    "save_for_backward can only save variables, but argument "
-                    f"{i} is of type {type(obj).__name__}")
-        self._saved = tensors
-        self._saved_vers = vers
-        self._has_saved = True
-        self._released = False
+        _save(self, tensors)
 
     @property
     def saved_tensors(self):
@@ -536,6 +558,8 @@ cdef class Node:
     @property
     def needs_input_grad(self):
         """One bool per forward argument: does that argument require grad."""
+        if self._needs is None:
+            self._needs = _compute_needs(self)
         return self._needs
 
     def mark_non_differentiable(self, *outputs):
@@ -585,6 +609,44 @@ cdef class Node:
         if fn is None:
             raise RuntimeError("this node has no backward to call")
         return fn.backward(self, *grads)
+
+
+cdef int _save(Node ctx, tuple tensors) except -1:
+    """save_for_backward: keep the tensors and the versions they have now."""
+    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(tensors)
+    cdef TensorBase t
+    vers = None
+    for i in range(n):
+        obj = <object>PyTuple_GET_ITEM(tensors, i)
+        if isinstance(obj, TensorBase):
+            t = <TensorBase>obj
+            if t._vc is not None and t._vc.version != 0:
+                if vers is None:
+                    vers = [0] * n
+                vers[i] = t._vc.version
+        elif obj is not None:
+            raise TypeError(
+                "save_for_backward can only save variables, but argument "
+                f"{i} is of type {type(obj).__name__}")
+    ctx._saved = tensors
+    ctx._saved_vers = vers
+    ctx._has_saved = True
+    ctx._released = False
+    return 0
+
+
+cdef tuple _compute_needs(Node node):
+    """needs_input_grad: from the forward arguments while forward runs, else from the edges."""
+    cdef Py_ssize_t i, e
+    if node._args is not None:
+        return tuple([isinstance(a, TensorBase) and (<TensorBase>a)._requires_grad
+                      for a in <tuple>node._args])
+    needs = [False] * node._n_args
+    for e in range(node.c.n_edges):
+        if node.c.edges[e].node != NULL:
+            i = e if node._arg_pos is None else node._arg_pos[e]
+            needs[i] = True
+    return tuple(needs)
 
 
 cdef void _raise_version_error(TensorBase t, Py_ssize_t cur, Py_ssize_t expected) except *:
@@ -650,28 +712,30 @@ cdef int _node_clear(PyObject *o) noexcept:
 
 @cython.final
 cdef class _FnInfo:
+    cdef object cls
     cdef object node_cls
     cdef bint split          # forward(*args) + setup_context(ctx, inputs, output)
+    cdef bint builtin        # a cgrad op: forward gets ctx=None when no graph is recorded
     cdef object sig          # inspect.Signature of forward, for keyword binding
-    cdef Py_ssize_t n_pos    # positional parameters of forward (without ctx), or -1
 
 
 cdef dict _fn_infos = {}
 
 
-def _register_function(cls, node_cls, bint split):
+def _register_function(cls, node_cls, bint split, bint builtin=False):
     """Called by Function.__init_subclass__ for every Function subclass."""
     cdef _FnInfo info = _FnInfo.__new__(_FnInfo)
+    info.cls = cls
     info.node_cls = node_cls
     info.split = split
+    info.builtin = builtin
     info.sig = None
-    info.n_pos = -1
     _fn_infos[cls] = info
 
 
-cdef tuple _bind_args(_FnInfo info, object cls, tuple args, dict kwargs):
+cdef tuple _bind_args(_FnInfo info, tuple args, dict kwargs):
     if info.sig is None:
-        info.sig = inspect.signature(cls.forward)
+        info.sig = inspect.signature(info.cls.forward)
     if info.split:
         bound = info.sig.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -681,99 +745,258 @@ cdef tuple _bind_args(_FnInfo info, object cls, tuple args, dict kwargs):
     return tuple(bound.args[1:])
 
 
+cdef bint _has_defaults(_FnInfo info) except -1:
+    if info.sig is None:
+        info.sig = inspect.signature(info.cls.forward)
+    return any(p.default is not p.empty for p in info.sig.parameters.values())
+
+
+cdef inline _FnInfo _info_of(object cls):
+    info = _fn_infos.get(cls)
+    if info is None:
+        raise RuntimeError(f"{cls.__name__} is not a registered cgrad Function")
+    return <_FnInfo>info
+
+
+cdef object _apply(_FnInfo info, tuple args):
+    """Function.apply: classify the arguments once, run forward with grad mode off, wrap the
+    outputs, and record a node (the ctx) when grad mode is on and an input requires grad."""
+    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(args), n_tensors = 0, n_out, k
+    cdef bint any_rg = False, is_graph, prev, multi
+    cdef TensorBase t
+    cdef Node ctx
+    cls = info.cls
+    for i in range(n):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if isinstance(a, TensorBase):
+            n_tensors += 1
+            if (<TensorBase>a)._requires_grad:
+                any_rg = True
+    prev = cg_grad_enabled()
+    is_graph = prev and any_rg
+
+    if info.builtin and not is_graph:
+        # Fast path for cgrad's own ops: no node, forward gets ctx=None.
+        cg_set_grad_enabled(False)
+        try:
+            out = cls.forward(None, *args)
+        finally:
+            cg_set_grad_enabled(prev)
+        if type(out) is tuple:
+            return tuple([_wrap_plain(o) for o in <tuple>out])
+        return _wrap_plain(out)
+
+    ctx = <Node>Node.__new__(info.node_cls)
+    ctx._fn = cls
+    ctx._args = args if not is_graph else None
+    ctx._n_args = n
+    if is_graph:
+        # Edges first: mark_dirty inside forward rebases the inputs' history.
+        cg_node_alloc_edges(&ctx.c, n_tensors)
+        k = 0
+        arg_pos = None if n_tensors == n else PyTuple_New(n_tensors)
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            if not isinstance(a, TensorBase):
+                continue
+            t = <TensorBase>a
+            if arg_pos is not None:
+                pi = i
+                Py_INCREF(pi)
+                PyTuple_SET_ITEM(arg_pos, k, pi)
+            _set_edge(ctx, k, t)
+            k += 1
+        ctx._arg_pos = arg_pos
+        ctx._args = args
+
+    cg_set_grad_enabled(False)
+    try:
+        if info.split:
+            out = cls.forward(*args)
+            cls.setup_context(ctx, args, out)
+        else:
+            out = cls.forward(ctx, *args)
+    finally:
+        cg_set_grad_enabled(prev)
+    ctx._args = None
+
+    multi = type(out) is tuple
+    if multi:
+        n_out = PyTuple_GET_SIZE(out)
+        outs = out
+    else:
+        n_out = 1
+        outs = (out,)
+    if is_graph:
+        cg_node_alloc_outputs(&ctx.c, n_out)
+    result = PyTuple_New(n_out) if multi else None
+    for i in range(n_out):
+        o = <object>PyTuple_GET_ITEM(outs, i)
+        o = _wrap_output(ctx, o, i, args, is_graph)
+        if not multi:
+            result = o
+        else:
+            Py_INCREF(o)
+            PyTuple_SET_ITEM(result, i, o)
+    if is_graph and ctx._has_saved:
+        _convert_saved_outputs(ctx)
+    return result
+
+
+
+# --------------------------------------------------------------------------------------
+# Operator dispatch (registered by cgrad/ops/__init__.py)
+
+cdef list _tt_ops = [None] * 5      # tensor-tensor op per code
+cdef list _ts_ops = [None] * 5      # tensor-scalar op per code
+cdef list _st_ops = [None] * 5      # scalar-tensor (reflected) op per code, called as (t, s)
+cdef _FnInfo _neg_info = None
+cdef object _list_to_tensor = None
+_BINOP_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "pow": 4}
+
+
+def _register_binops(dict table, neg, list_to_tensor, promote):
+    global _neg_info, _list_to_tensor, _promote_py
+    _promote_py = promote
+    for name, (tt, ts, st) in table.items():
+        code = _BINOP_CODES[name]
+        _tt_ops[code] = _info_of(tt)
+        _ts_ops[code] = _info_of(ts)
+        _st_ops[code] = _info_of(st)
+    _neg_info = _info_of(neg)
+    _list_to_tensor = list_to_tensor
+
+
+cdef object _promote_py = None     # cgrad.ops.elementwise._promote_any(out, x, y_or_scalar)
+
+# Note [Operator fast path]: + - * / between tensors and scalars are the hottest calls in
+# any model, so _binop computes them here instead of going through Function.apply and a
+# Python forward. The node it records is identical to what the registered Function's
+# forward would record (same class, edges, saved tensors, ctx._aux), so that Function's
+# backward runs unchanged; tests/test_ops_core.py compares both paths.
+cdef object _binop(int code, object self, object other, bint reflected):
+    cdef object tp = type(other)
+    cdef bint scalar
+    cdef TensorBase a = <TensorBase>self
+    cdef TensorBase b
+    cdef _FnInfo info
+    if tp is float or tp is int or tp is bool:
+        scalar = True
+    elif isinstance(other, TensorBase):
+        scalar = False
+    elif isinstance(other, np.generic):
+        other = other.item()
+        scalar = True
+    elif cnp.PyArray_Check(other):
+        other = _new_tensor(_as_array(other))
+        scalar = False
+    elif isinstance(other, (list, tuple)) and _list_to_tensor is not None:
+        other = _list_to_tensor(other)
+        scalar = False
+    else:
+        return NotImplemented
+    if code == 4:    # pow: no fast path
+        if scalar:
+            return _apply(<_FnInfo>(_st_ops[code] if reflected else _ts_ops[code]), (self, other))
+        return _apply(<_FnInfo>_tt_ops[code], (other, self) if reflected else (self, other))
+    x = a._data
+    if scalar:
+        info = <_FnInfo>(_st_ops[code] if reflected else _ts_ops[code])
+        if code == 0:
+            out = x + other
+        elif code == 1:
+            out = other - x if reflected else x - other
+        elif code == 2:
+            out = x * other
+        else:
+            out = other / x if reflected else x / other
+        if (<object>out).dtype is not (<object>x).dtype:
+            out = _promote_py(code, out, x, other)
+        if not (a._requires_grad and cg_grad_enabled()):
+            return _new_tensor(_as_array(out))
+        return _record_binop(info, code, out, a, None, other)
+    b = <TensorBase>other
+    if reflected:
+        a, b = b, a
+        x = a._data
+    y = b._data
+    info = <_FnInfo>_tt_ops[code]
+    if code == 0:
+        out = x + y
+    elif code == 1:
+        out = x - y
+    elif code == 2:
+        out = x * y
+    else:
+        out = x / y
+    if (<object>out).dtype is not (<object>x).dtype or (<object>out).dtype is not (<object>y).dtype:
+        out = _promote_py(code, out, x, y)
+    if not ((a._requires_grad or b._requires_grad) and cg_grad_enabled()):
+        return _new_tensor(_as_array(out))
+    return _record_binop(info, code, out, a, b, None)
+
+
+cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, TensorBase b,
+                          object scalar):
+    """Record the node that info.cls.forward would record; see Note [Operator fast path]."""
+    cdef Node ctx = <Node>Node.__new__(info.node_cls)
+    cdef TensorBase t
+    ctx._fn = info.cls
+    ctx._n_args = 2
+    if b is None:
+        cg_node_alloc_edges(&ctx.c, 1)
+        _set_edge(ctx, 0, a)
+        ctx._arg_pos = _ARG_POS_0
+        if code == 2 or code == 3:
+            ctx._aux = scalar
+        if code == 3 and info is _st_ops[3]:     # s / a saves a
+            _save(ctx, (a,))
+    else:
+        cg_node_alloc_edges(&ctx.c, 2)
+        _set_edge(ctx, 0, a)
+        _set_edge(ctx, 1, b)
+        if code == 2 or code == 3:
+            _save(ctx, (a, b))
+    cg_node_alloc_outputs(&ctx.c, 1)
+    t = _new_tensor(_as_array(out))
+    _set_meta(&ctx.c, 0, t._data)
+    if _is_float(t._data):
+        t._grad_fn = ctx
+        t._requires_grad = True
+    return t
+
+
+cdef tuple _ARG_POS_0 = (0,)
+
+
+cdef inline void _set_edge(Node ctx, Py_ssize_t k, TensorBase t) except *:
+    if t._grad_fn is not None:
+        cg_node_set_edge(&ctx.c, k, &t._grad_fn.c, t._output_nr)
+    elif t._requires_grad:
+        acc = _get_accumulator(t)     # keep a reference until the edge holds one
+        cg_node_set_edge(&ctx.c, k, &(<Node>acc).c, 0)
+
+
+cdef inline object _wrap_plain(object o):
+    if isinstance(o, TensorBase):
+        return o
+    if cnp.PyArray_CheckExact(o):
+        return _new_tensor(o)
+    if cnp.PyArray_Check(o) or isinstance(o, np.generic):
+        return _new_tensor(_as_array(o))
+    return o
+
+
 cdef class FunctionBase:
     """Base of cgrad.autograd.Function: the compiled ``apply``."""
 
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward with grad mode off and record a graph node if any input requires grad."""
-        cdef _FnInfo info
-        cdef Py_ssize_t i, n, n_tensors = 0, n_out, k
-        cdef bint any_rg = False, is_graph, prev, multi, rg
-        cdef TensorBase t
-        cdef Node ctx
-        cdef cg_node_t *target
-
-        try:
-            info = <_FnInfo>_fn_infos[cls]
-        except KeyError:
-            raise RuntimeError(f"{cls.__name__} is not a registered cgrad Function") from None
-        if kwargs:
-            args = _bind_args(info, cls, args, kwargs)
-        n = PyTuple_GET_SIZE(args)
-        needs = PyTuple_New(n)
-        for i in range(n):
-            a = <object>PyTuple_GET_ITEM(args, i)
-            rg = False
-            if isinstance(a, TensorBase):
-                n_tensors += 1
-                rg = (<TensorBase>a)._requires_grad
-                if rg:
-                    any_rg = True
-            r = True if rg else False
-            Py_INCREF(r)
-            PyTuple_SET_ITEM(needs, i, r)
-
-        prev = cg_grad_enabled()
-        is_graph = prev and any_rg
-        ctx = <Node>info.node_cls.__new__(info.node_cls)
-        ctx._needs = needs
-        ctx._n_args = n
-        ctx._fn = cls
-
-        if is_graph:
-            # Edges first: mark_dirty inside forward rebases the inputs' history.
-            cg_node_alloc_edges(&ctx.c, n_tensors)
-            k = 0
-            arg_pos = None if n_tensors == n else PyTuple_New(n_tensors)
-            for i in range(n):
-                a = <object>PyTuple_GET_ITEM(args, i)
-                if not isinstance(a, TensorBase):
-                    continue
-                t = <TensorBase>a
-                if arg_pos is not None:
-                    pi = i
-                    Py_INCREF(pi)
-                    PyTuple_SET_ITEM(arg_pos, k, pi)
-                if t._grad_fn is not None:
-                    cg_node_set_edge(&ctx.c, k, &t._grad_fn.c, t._output_nr)
-                elif t._requires_grad:
-                    acc = _get_accumulator(t)     # keep a reference until the edge holds one
-                    cg_node_set_edge(&ctx.c, k, &(<Node>acc).c, 0)
-                k += 1
-            ctx._arg_pos = arg_pos
-
-        cg_set_grad_enabled(False)
-        try:
-            if info.split:
-                out = cls.forward(*args)
-                cls.setup_context(ctx, args, out)
-            else:
-                out = cls.forward(ctx, *args)
-        finally:
-            cg_set_grad_enabled(prev)
-
-        multi = type(out) is tuple
-        if multi:
-            n_out = PyTuple_GET_SIZE(out)
-            outs = out
-        else:
-            n_out = 1
-            outs = (out,)
-        if is_graph:
-            cg_node_alloc_outputs(&ctx.c, n_out)
-        result = PyTuple_New(n_out) if multi else None
-        for i in range(n_out):
-            o = <object>PyTuple_GET_ITEM(outs, i)
-            o = _wrap_output(ctx, o, i, args, is_graph)
-            if not multi:
-                result = o
-            else:
-                Py_INCREF(o)
-                PyTuple_SET_ITEM(result, i, o)
-        if is_graph and ctx._has_saved:
-            _convert_saved_outputs(ctx)
-        return result
+        cdef _FnInfo info = _info_of(cls)
+        if kwargs or (info.split and _has_defaults(info)):
+            args = _bind_args(info, args, kwargs)
+        return _apply(info, args)
 
 
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
@@ -830,7 +1053,7 @@ cdef void _convert_saved_outputs(Node ctx) except *:
             so = _SavedOutput.__new__(_SavedOutput)
             so.data = t._data
             so.output_nr = t._output_nr
-            so.vc = t._vc
+            so.vc = t._get_vc()
             if lst is None:
                 lst = list(saved)
             lst[i] = so

@@ -24,6 +24,9 @@ def manual_seed(seed):
 def _finish(arr, requires_grad):
     t = _C._wrap(arr)
     if requires_grad:
+        if arr.dtype.kind not in "fc":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

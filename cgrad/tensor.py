@@ -11,6 +11,8 @@ from cgrad import _C
 from cgrad import _dtype
 from cgrad import ops as _ops
 from cgrad._tensor_str import format_tensor
+from cgrad.ops.shape import index as _index
+from cgrad.ops.shape import reshape as _reshape
 
 _wrap = _C._wrap
 _Scalar = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
@@ -186,71 +188,8 @@ class Tensor(_C.TensorBase):
     def cpu(self):
         return self
 
-    # -- arithmetic --------------------------------------------------------------------
-    def __add__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Add.apply(self, other)
-
-    def __radd__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Add.apply(other, self)
-
-    def __sub__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Sub.apply(self, other)
-
-    def __rsub__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Sub.apply(other, self)
-
-    def __mul__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Mul.apply(self, other)
-
-    def __rmul__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Mul.apply(other, self)
-
-    def __truediv__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Div.apply(self, other)
-
-    def __rtruediv__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Div.apply(other, self)
-
-    def __pow__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        return _ops.Pow.apply(self, other)
-
-    def __rpow__(self, other):
-        other = _other(other, self)
-        if other is NotImplemented:
-            return other
-        if isinstance(other, _C.TensorBase):
-            return _ops.Pow.apply(other, self)
-        return _ops.RPow.apply(other, self)
-
-    def __neg__(self):
-        return _ops.Neg.apply(self)
+    # -- arithmetic: + - * / ** and unary - are C slots of TensorBase (see _C._binop) ----
+    __array_ufunc__ = None   # make NumPy defer to our reflected operators
 
     def __pos__(self):
         return self
@@ -268,12 +207,23 @@ class Tensor(_C.TensorBase):
             return NotImplemented
         return _ops.matmul(other, self)
 
-    add = __add__
-    sub = __sub__
-    mul = __mul__
-    div = __truediv__
-    pow = __pow__
-    neg = __neg__
+    def add(self, other, alpha=1):
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other, alpha=1):
+        return self - (other * alpha if alpha != 1 else other)
+
+    def mul(self, other):
+        return self * other
+
+    def div(self, other):
+        return self / other
+
+    def pow(self, other):
+        return self ** other
+
+    def neg(self):
+        return -self
 
     def matmul(self, other):
         return _ops.matmul(self, other)
@@ -313,16 +263,18 @@ class Tensor(_C.TensorBase):
         return _ops.Log.apply(self)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        return _ops.Sum.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+        cls = _ops.Sum if dim is None else _ops.SumDim
+        return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
 
     def mean(self, dim=None, keepdim=False, dtype=None):
-        return _ops.Mean.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+        cls = _ops.Mean if dim is None else _ops.MeanDim
+        return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
 
     # -- shape -------------------------------------------------------------------------
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return _ops.Reshape.apply(self, shape)
+        return _reshape(self, shape)
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -348,8 +300,7 @@ class Tensor(_C.TensorBase):
         return self.reshape(-1)
 
     def __getitem__(self, idx):
-        from cgrad.ops.shape import _norm_index
-        return _ops.Index.apply(self, _norm_index(idx))
+        return _index(self, idx)
 
     # -- in place (no history; see _check_inplace) -------------------------------------
     def _check_inplace(self):

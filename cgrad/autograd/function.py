@@ -55,7 +55,7 @@ class Function(_C.FunctionBase):
             "__qualname__": name,
         })
         cls._backward_cls = node_cls
-        _C._register_function(cls, node_cls, split)
+        _C._register_function(cls, node_cls, split, builtin)
 
     def __init__(self, *args, **kwargs):
         warnings.warn(

@@ -1,12 +1,77 @@
-"""Elementwise arithmetic. Binary ops return unreduced gradients: the engine sums them back
-to each input's shape (broadcasting), see cgrad/ops/reduce.py::sum_to."""
+"""Elementwise arithmetic.
+
+Binary ops return unreduced gradients: the engine sums them back to each input's shape
+(broadcasting), see cgrad/ops/reduce.py::sum_to. Each binary op has a tensor-tensor class and
+tensor-scalar classes (as torch's mul.Tensor / mul.Scalar); both name their node as torch does.
+
+NOTE: built-in ops receive ``ctx=None`` when no graph is recorded (the fast path of apply), so
+every forward guards its ctx writes with ``if ctx is not None``.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from cgrad import _dtype
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops._util import float_result, raw
+
+_f64 = np.dtype("float64")
+
+
+def _cat(dt):
+    return 0 if dt.kind == "b" else (1 if dt.kind in "iu" else 2)
+
+
+def result_dtype(x, y):
+    """torch's type promotion for x (ndarray) with y (ndarray or Python scalar): categories
+    bool < integer < float; a Python scalar or a 0-d tensor only raises the category."""
+    cx = _cat(x.dtype)
+    if not isinstance(y, np.ndarray):
+        cy = 0 if isinstance(y, (bool, np.bool_)) else (1 if isinstance(y, (int, np.integer))
+                                                       else 2)
+        if cy > cx:
+            return _dtype.get_default_dtype() if cy == 2 else np.dtype(np.int64)
+        return x.dtype
+    cy = _cat(y.dtype)
+    if (x.ndim > 0) == (y.ndim > 0):
+        if cx == cy:
+            return np.promote_types(x.dtype, y.dtype)
+        return x.dtype if cx > cy else y.dtype
+    d, z = (x, y) if x.ndim > 0 else (y, x)
+    if _cat(z.dtype) > _cat(d.dtype):
+        return z.dtype
+    return d.dtype
+
+
+def promote(out, x, y):
+    """Cast NumPy's result to torch's result dtype (called only when they may differ)."""
+    dt = result_dtype(x, y)
+    if out.dtype != dt:
+        return np.asarray(out).astype(dt)
+    return out
+
+
+def _promote_scalar(out, arr, s=1.0):
+    return out if out.dtype is arr.dtype else promote(out, arr, s)
+
+
+def _promote(out, a, b):
+    return promote(out, a, b)
+
+
+def _promote_div(out, x, y):
+    """True division always gives a float: integer inputs give the default float dtype."""
+    dt = result_dtype(x, y)
+    if dt.kind != "f":
+        dt = _dtype.get_default_dtype()
+    return out if out.dtype == dt else np.asarray(out).astype(dt)
+
+
+def promote_any(code, out, x, y):
+    """The fast path's promotion hook (cgrad._C._binop); code 3 is true division."""
+    if code == 3:
+        return _promote_div(out, x, y)
+    return promote(out, x, y)
 
 
 class Add(Function):
@@ -15,11 +80,28 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        return float_result(np.add(raw(a), raw(b)), a, b)
+        x, y = a._data, b._data
+        out = x + y
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
 
     @staticmethod
     def backward(ctx, g):
         return g, g
+
+
+class AddScalar(Function):
+    """a + s.  d/da = g."""
+    _node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        x = a._data
+        out = x + s
+        return out if out.dtype is x.dtype else promote(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
 
 
 class Sub(Function):
@@ -28,12 +110,44 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        return float_result(np.subtract(raw(a), raw(b)), a, b)
+        x, y = a._data, b._data
+        out = x - y
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
 
     @staticmethod
     def backward(ctx, g):
         na, nb = ctx.needs_input_grad
         return g if na else None, -g if nb else None
+
+
+class SubScalar(Function):
+    """a - s.  d/da = g."""
+    _node_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        x = a._data
+        out = x - s
+        return out if out.dtype is x.dtype else promote(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class RSubScalar(Function):
+    """s - a.  d/da = -g."""
+    _node_name = "RsubBackward1"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        x = a._data
+        out = s - x
+        return out if out.dtype is x.dtype else promote(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g, None
 
 
 class Mul(Function):
@@ -42,21 +156,34 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a if isinstance(a, TensorBase) else None,
-                              b if isinstance(b, TensorBase) else None)
-        if not isinstance(a, TensorBase):
-            ctx.a = a
-        if not isinstance(b, TensorBase):
-            ctx.b = b
-        return float_result(np.multiply(raw(a), raw(b)), a, b)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        x, y = a._data, b._data
+        out = x * y
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        ga = g * (b if b is not None else ctx.b) if na else None
-        gb = g * (a if a is not None else ctx.a) if nb else None
-        return ga, gb
+        return g * b if na else None, g * a if nb else None
+
+
+class MulScalar(Function):
+    """a * s.  d/da = g * s."""
+    _node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = s
+        x = a._data
+        out = x * s
+        return out if out.dtype is x.dtype else promote(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx._aux, None
 
 
 class Div(Function):
@@ -65,30 +192,55 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a if isinstance(a, TensorBase) else None,
-                              b if isinstance(b, TensorBase) else None)
-        if not isinstance(a, TensorBase):
-            ctx.a = a
-        if not isinstance(b, TensorBase):
-            ctx.b = b
-        out = np.true_divide(raw(a), raw(b))
-        if out.dtype == np.float64 and not any(
-                isinstance(x, TensorBase) and x._data.dtype == np.float64 for x in (a, b)):
-            from cgrad._dtype import get_default_dtype
-            out = out.astype(get_default_dtype())
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        x, y = a._data, b._data
+        out = x / y
+        if out.dtype is not x.dtype or out.dtype is not y.dtype:
+            out = _promote_div(out, x, y)
         return out
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        bb = b if b is not None else ctx.b
-        ga = g / bb if na else None
-        gb = None
-        if nb:
-            aa = a if a is not None else ctx.a
-            gb = -g * aa / (bb * bb)
-        return ga, gb
+        return g / b if na else None, -g * a / (b * b) if nb else None
+
+
+class DivScalar(Function):
+    """a / s.  d/da = g / s."""
+    _node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = s
+        x = a._data
+        out = x / s
+        return out if out.dtype is x.dtype else _promote_div(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g / ctx._aux, None
+
+
+class RDivScalar(Function):
+    """s / a.  d/da = -g * s / a**2.  (torch computes it as reciprocal * s: MulBackward0)"""
+    _node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx.save_for_backward(a)
+            ctx._aux = s
+        x = a._data
+        out = s / x
+        return out if out.dtype is x.dtype else _promote_div(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return -g * ctx._aux / (a * a), None
 
 
 class Neg(Function):
@@ -105,52 +257,87 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** b for a tensor base.  d/da = g * b * a**(b-1), d/db = g * a**b * log(a)."""
-    _node_name = "PowBackward0"
+    """a ** b (tensors).  d/da = g * b * a**(b-1), d/db = g * a**b * log(a)."""
+    _node_name = "PowBackward1"
 
     @staticmethod
     def forward(ctx, a, b):
-        out = float_result(np.power(raw(a), raw(b)), a, b)
-        if isinstance(b, TensorBase):
-            ctx.save_for_backward(a, b, None)
-            ctx.out = None
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        x, y = a._data, b._data
+        out = np.power(x, y)
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        ga = g * b * a ** (b - 1) if na else None
+        gb = None
+        if nb:
+            # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
+            gb = g * (a ** b) * _safe_log(a, b)
+        return ga, gb
+
+
+def _safe_log(a, b):
+    out = a.log()
+    mask = (a._data == 0) & (b._data >= 0)
+    if mask.any():
+        from cgrad.ops.shape import MaskedFillConst
+        out = MaskedFillConst.apply(out, np.broadcast_to(mask, out._data.shape), 0.0)
+    return out
+
+
+class PowScalar(Function):
+    """a ** s.  d/da = g * s * a**(s-1)."""
+    _node_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx.save_for_backward(a)
+            ctx._aux = s
+        x = a._data
+        if s == 2:
+            out = np.square(x)
         else:
-            ctx.save_for_backward(a, None, None)
-            ctx.b = b
+            out = np.power(x, s)
+        return out if out.dtype is x.dtype else promote(out, x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        s = ctx._aux
+        if s == 0:
+            return g * 0.0, None
+        if s == 1:
+            return g, None
+        if s == 2:
+            return g * (a * 2.0), None
+        return g * (a ** (s - 1) * s), None
+
+
+class RPow(Function):
+    """s ** a for a scalar base s.  d/da = g * s**a * log(s)."""
+    _node_name = "PowBackward2"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        x = a._data
+        out = np.power(s, x)
+        if out.dtype is not x.dtype:
+            out = promote(out, x, s)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(out)
+            ctx._aux = s
         return out
 
     @staticmethod
     def backward(ctx, g):
-        a, b, _ = ctx.saved_tensors
-        na, nb = ctx.needs_input_grad
-        ga = gb = None
-        if b is None:
-            e = ctx.b
-            if na:
-                ga = g * e * a ** (e - 1) if e != 0 else g * 0
-            return ga, None
-        if na:
-            ga = g * b * a ** (b - 1)
-        if nb:
-            gb = g * (a ** b) * a.log()
-        return ga, gb
-
-
-class RPow(Function):
-    """s ** b for a scalar base s.  d/db = g * s**b * log(s)."""
-    _node_name = "PowBackward1"
-
-    @staticmethod
-    def forward(ctx, s, b):
-        out = np.power(s, b._data)
-        ctx.save_for_backward(b)
-        ctx.s = s
-        return float_result(out, b, s)
-
-    @staticmethod
-    def backward(ctx, g):
-        (b,) = ctx.saved_tensors
-        return None, g * (ctx.s ** b) * float(np.log(ctx.s))
+        (out,) = ctx.saved_tensors
+        return g * out * float(np.log(ctx._aux)), None
 
 
 class Exp(Function):
@@ -159,8 +346,10 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx, a):
-        out = _wrap(np.exp(a._data))
-        ctx.save_for_backward(out)   # saving an output: stored without a ctx<->out cycle
+        out = np.exp(a._data)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(out)   # saving an output: stored without a ctx<->out cycle
         return out
 
     @staticmethod
@@ -175,7 +364,8 @@ class Log(Function):
 
     @staticmethod
     def forward(ctx, a):
-        ctx.save_for_backward(a)
+        if ctx is not None:
+            ctx.save_for_backward(a)
         return np.log(a._data)
 
     @staticmethod
@@ -190,9 +380,20 @@ class ToCopy(Function):
 
     @staticmethod
     def forward(ctx, a, dtype):
-        ctx.dtype = a._data.dtype
+        if ctx is not None:
+            ctx._aux = a._data.dtype
         return a._data.astype(dtype)
 
     @staticmethod
     def backward(ctx, g):
-        return ToCopy.apply(g, ctx.dtype), None
+        return ToCopy.apply(g, ctx._aux), None
+
+
+BINOPS = {
+    # name: (tensor-tensor, tensor-scalar, scalar-tensor (reflected; called as (tensor, s)))
+    "add": (Add, AddScalar, AddScalar),
+    "sub": (Sub, SubScalar, RSubScalar),
+    "mul": (Mul, MulScalar, MulScalar),
+    "div": (Div, DivScalar, RDivScalar),
+    "pow": (Pow, PowScalar, RPow),
+}

@@ -26,7 +26,8 @@ class Mm(Function):
                 f"mat1 and mat2 shapes cannot be multiplied ({A.shape[0]}x{A.shape[1]} and "
                 f"{B.shape[0]}x{B.shape[1]})")
         _check_float_match(A, B, "mm")
-        ctx.save_for_backward(a, b)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
         return A @ B
 
     @staticmethod
@@ -44,7 +45,8 @@ class Mv(Function):
     @staticmethod
     def forward(ctx, a, v):
         _check_float_match(a._data, v._data, "mv")
-        ctx.save_for_backward(a, v)
+        if ctx is not None:
+            ctx.save_for_backward(a, v)
         return a._data @ v._data
 
     @staticmethod
@@ -68,7 +70,8 @@ class Dot(Function):
                 "number of elements, but got %d and %d elements respectively"
                 % (a._data.size, b._data.size, a._data.size, b._data.size))
         _check_float_match(a._data, b._data, "dot")
-        ctx.save_for_backward(a, b)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
         return np.asarray(np.dot(a._data, b._data))
 
     @staticmethod
@@ -87,7 +90,8 @@ class MatMul(Function):
     def forward(ctx, a, b):
         A, B = a._data, b._data
         _check_float_match(A, B, "matmul")
-        ctx.save_for_backward(a, b)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
         return np.matmul(A, B)
 
     @staticmethod
@@ -138,12 +142,13 @@ class Transpose(Function):
 
     @staticmethod
     def forward(ctx, a, d0, d1):
-        ctx.dims = (d0, d1)
+        if ctx is not None:
+            ctx._aux = (d0, d1)
         return np.swapaxes(a._data, d0, d1)
 
     @staticmethod
     def backward(ctx, g):
-        return Transpose.apply(g, *ctx.dims), None, None
+        return Transpose.apply(g, *ctx._aux), None, None
 
 
 class Unsqueeze(Function):
@@ -156,12 +161,21 @@ class Unsqueeze(Function):
         if not -nd <= dim < nd:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
                              f"{nd - 1}], but got {dim})")
-        ctx.shape = a._data.shape
+        if ctx is not None:
+            ctx._aux = a._data.shape
         return np.expand_dims(a._data, dim % nd)
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape), None
+        return g.reshape(ctx._aux), None
+
+
+class BatchMatMul(MatMul):
+    _node_name = "UnsafeViewBackward0"
+
+
+class VecMatMul(MatMul):
+    _node_name = "SqueezeBackward4"
 
 
 def matmul(a, b):
@@ -176,4 +190,6 @@ def matmul(a, b):
         return Mv.apply(a, b)
     if da == 2 and db == 2:
         return Mm.apply(a, b)
-    return MatMul.apply(a, b)
+    if da == 1 and db == 2:
+        return VecMatMul.apply(a, b)
+    return BatchMatMul.apply(a, b)

@@ -35,9 +35,8 @@ class Sum(Function):
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
         arr = a._data
         dims = _norm_dims(dim, arr.ndim)
-        ctx.shape = arr.shape
-        ctx.dims = dims
-        ctx.keepdim = keepdim
+        if ctx is not None:
+            ctx._aux = (arr.shape, dims, keepdim)
         if arr.ndim == 0:
             dims = None
         if dtype is None and arr.dtype.kind in "bui":
@@ -46,9 +45,10 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if not ctx.keepdim and ctx.shape != g.shape:
-            g = g.reshape(_keep_shape(ctx.shape, ctx.dims))
-        return g.expand(ctx.shape), None, None, None
+        shape, dims, keepdim = ctx._aux
+        if not keepdim and shape != g._data.shape:
+            g = g.reshape(_keep_shape(shape, dims))
+        return g.expand(shape), None, None, None
 
 
 class Mean(Function):
@@ -63,17 +63,27 @@ class Mean(Function):
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {_dtype_name(arr.dtype)}")
         dims = _norm_dims(dim, arr.ndim)
-        ctx.shape = arr.shape
-        ctx.dims = dims
-        ctx.keepdim = keepdim
-        ctx.n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+        if ctx is not None:
+            n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+            ctx._aux = (arr.shape, dims, keepdim, n)
         return np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype)
 
     @staticmethod
     def backward(ctx, g):
-        if not ctx.keepdim and ctx.shape != g.shape:
-            g = g.reshape(_keep_shape(ctx.shape, ctx.dims))
-        return (g / ctx.n).expand(ctx.shape), None, None, None
+        shape, dims, keepdim, n = ctx._aux
+        if not keepdim and shape != g._data.shape:
+            g = g.reshape(_keep_shape(shape, dims))
+        return (g / n).expand(shape), None, None, None
+
+
+class SumDim(Sum):
+    """sum over given dims (torch's sum.dim_IntList)."""
+    _node_name = "SumBackward1"
+
+
+class MeanDim(Mean):
+    """mean over given dims (torch's mean.dim)."""
+    _node_name = "MeanBackward1"
 
 
 def _dtype_name(dt):
@@ -88,12 +98,13 @@ class SumTo(Function):
     @staticmethod
     def forward(ctx, a, shape):
         arr = a._data
-        ctx.shape = arr.shape
+        if ctx is not None:
+            ctx._aux = arr.shape
         return _sum_to_array(arr, shape)
 
     @staticmethod
     def backward(ctx, g):
-        return g.expand(ctx.shape), None
+        return g.expand(ctx._aux), None
 
 
 def _sum_to_array(arr, shape):

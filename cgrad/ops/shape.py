@@ -28,12 +28,13 @@ class Reshape(Function):
 
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.shape = a._data.shape
+        if ctx is not None:
+            ctx._aux = a._data.shape
         return a._data.reshape(_infer_shape(shape, a._data.size))
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape), None
+        return g.reshape(ctx._aux), None
 
 
 class View(Function):
@@ -43,7 +44,8 @@ class View(Function):
     @staticmethod
     def forward(ctx, a, shape):
         arr = a._data
-        ctx.shape = arr.shape
+        if ctx is not None:
+            ctx._aux = arr.shape
         new = _infer_shape(shape, arr.size)
         out = arr.view()
         try:
@@ -57,7 +59,7 @@ class View(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape), None
+        return g.reshape(ctx._aux), None
 
 
 class Expand(Function):
@@ -69,13 +71,14 @@ class Expand(Function):
         arr = a._data
         shape = tuple(arr.shape[i - (len(shape) - arr.ndim)] if s == -1 else s
                       for i, s in enumerate(shape))
-        ctx.shape = arr.shape
+        if ctx is not None:
+            ctx._aux = arr.shape
         return np.broadcast_to(arr, shape)
 
     @staticmethod
     def backward(ctx, g):
         from cgrad.ops.reduce import sum_to
-        return sum_to(g, ctx.shape), None
+        return sum_to(g, ctx._aux), None
 
 
 class Clone(Function):
@@ -108,6 +111,23 @@ def _is_basic(idx):
                for i in items)
 
 
+class UnsafeView(Reshape):
+    """reshape that had to copy (non-contiguous input)."""
+    _node_name = "UnsafeViewBackward0"
+
+
+class ViewReshape(Reshape):
+    """reshape of a contiguous tensor: a view."""
+    _node_name = "ViewBackward0"
+
+
+def reshape(a, shape):
+    """torch.reshape: a view when the input is contiguous, a copy otherwise."""
+    if a._data.flags.c_contiguous:
+        return ViewReshape.apply(a, shape)
+    return UnsafeView.apply(a, shape)
+
+
 class Index(Function):
     """a[idx] (basic or advanced).  d/da = zeros with g scattered (added) at idx."""
     _node_name = "IndexBackward0"
@@ -115,14 +135,14 @@ class Index(Function):
     @staticmethod
     def forward(ctx, a, idx):
         arr = a._data
-        ctx.shape = arr.shape
-        ctx.dtype = arr.dtype
-        ctx.idx = idx
+        if ctx is not None:
+            ctx._aux = (arr.shape, idx)
         return arr[idx]
 
     @staticmethod
     def backward(ctx, g):
-        return IndexBackward.apply(g, ctx.shape, ctx.idx), None
+        shape, idx = ctx._aux
+        return IndexBackward.apply(g, shape, idx), None
 
 
 class IndexBackward(Function):
@@ -131,7 +151,8 @@ class IndexBackward(Function):
 
     @staticmethod
     def forward(ctx, g, shape, idx):
-        ctx.idx = idx
+        if ctx is not None:
+            ctx._aux = idx
         out = np.zeros(shape, dtype=g._data.dtype)
         if _is_basic(idx):
             out[idx] = g._data
@@ -141,13 +162,58 @@ class IndexBackward(Function):
 
     @staticmethod
     def backward(ctx, gg):
-        return Index.apply(gg, ctx.idx), None, None
+        return Index.apply(gg, ctx._aux), None, None
+
+
+class SelectIndex(Index):
+    _node_name = "SelectBackward0"
+
+
+class SliceIndex(Index):
+    _node_name = "SliceBackward0"
+
+
+class UnsqueezeIndex(Index):
+    _node_name = "UnsqueezeBackward0"
+
+
+class AliasIndex(Index):
+    _node_name = "AliasBackward0"
+
+
+def _basic_kind(idx):
+    """The torch node of the last step of a basic index (torch applies them in order)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    for it in reversed(items):
+        if it is Ellipsis or (isinstance(it, slice) and it == slice(None)):
+            continue
+        if it is None:
+            return UnsqueezeIndex
+        if isinstance(it, slice):
+            return SliceIndex
+        return SelectIndex
+    return AliasIndex
 
 
 def index(a, idx):
+    """a[idx] with NumPy semantics; the node is named as torch's last indexing step."""
     idx = _norm_index(idx)
-    out = Index.apply(a, idx)
-    if isinstance(idx, (int, np.integer)) or (
-            isinstance(idx, tuple) and _is_basic(idx)):
-        pass
-    return out
+    cls = _basic_kind(idx) if _is_basic(idx) else Index
+    return cls.apply(a, idx)
+
+
+class MaskedFillConst(Function):
+    """a with a constant where mask (an ndarray).  d/da = g with zeros where mask."""
+    _node_name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        if ctx is not None:
+            ctx._aux = mask
+        out = a._data.copy()
+        out[mask] = value
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return MaskedFillConst.apply(g, ctx._aux, 0.0), None, None
