@@ -39,6 +39,24 @@ from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabl
 from cgrad.functional import *  # noqa: E402,F401,F403
 from cgrad.functional import __all__ as _fn_all  # noqa: E402
 
-is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
+from cgrad import nn  # noqa: E402
+
+
+def _install_extensions():
+    from cgrad.ops import EXTENSION_MODULES
+    g = globals()
+    for mod in EXTENSION_MODULES:
+        for name, fn in mod.TENSOR_METHODS.items():
+            setattr(Tensor, name, fn)
+        for name, fn in mod.FUNCTIONS.items():
+            g[name] = fn
+
+
+_install_extensions()
+
+
+def is_tensor(obj):
+    """True if obj is a cgrad Tensor."""
+    return isinstance(obj, Tensor)
 
 __version__ = "0.1.0"
