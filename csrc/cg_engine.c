@@ -1,33 +1,34 @@
 /* cg_engine.c: dependency counting, ready queue, gradient buffers, pruning.
  *
- * Note [Run claims]: per-run state lives in arrays owned by the run (slots, buffers), not in
- * the nodes. A node is "claimed" by a run when the dependency pass reaches it: the run
- * stores its epoch and slot index in node->run_epoch / node->run_idx and remembers the
- * previous values, which it restores when it ends. Runs on one thread nest strictly (a
- * backward called from inside a backward finishes first), so a nested run that touches
- * nodes of the outer run restores the outer run's claims before the outer run continues.
- * Each claimed node is also INCREF'd for the duration of the run, so a callback can never
+ * Note [Run claims]: all per-run state lives in the run (slots, buffers, and an open-
+ * addressing table from node address to slot index), never in the nodes. So runs may nest
+ * (a backward called from inside a backward) and runs on different threads may interleave
+ * whenever a callback releases the GIL, even over shared nodes, without disturbing each
+ * other. Each claimed node is INCREF'd for the duration of the run, so a callback can never
  * free a node the run still refers to.
  */
 #include "cg_engine.h"
 
 #include <string.h>
 
-static uint64_t cg_epoch_counter = 0; /* protected by the GIL */
-
 typedef struct {
     cg_node_t *node;      /* claimed: holds a strong ref to node->self */
     Py_ssize_t deps;      /* edges still to deliver into this node */
     Py_ssize_t buf_off;   /* first of node->n_outputs buffers in run.bufs */
-    uint64_t prev_epoch;  /* claim to restore at the end */
-    Py_ssize_t prev_idx;
     unsigned char on_path;  /* pruned runs: reaches a target (or is one) */
     unsigned char exec;     /* pruned runs: must run (some input reaches a target) */
     unsigned char target;   /* is a capture target */
 } cg_slot_t;
 
 typedef struct {
-    uint64_t epoch;
+    cg_node_t **keys;     /* open addressing, linear probing; NULL = empty */
+    Py_ssize_t *vals;
+    Py_ssize_t cap;       /* power of two */
+    Py_ssize_t n;
+} cg_map_t;
+
+typedef struct {
+    cg_map_t map;
     cg_slot_t *slots;
     Py_ssize_t n_slots, cap_slots;
     cg_buf_t *bufs;
@@ -57,11 +58,77 @@ static int grow(void **arr, Py_ssize_t *cap, Py_ssize_t need, size_t elem)
     return 0;
 }
 
+static inline size_t map_hash(const cg_node_t *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)h;
+}
+
+/* Slot index of `node` in this run, or -1 if the run has not claimed it. */
+static inline Py_ssize_t map_get(const cg_run_t *run, const cg_node_t *node)
+{
+    const cg_map_t *m = &run->map;
+    if (m->cap == 0) {
+        return -1;
+    }
+    size_t mask = (size_t)m->cap - 1, i = map_hash(node) & mask;
+    while (m->keys[i] != NULL) {
+        if (m->keys[i] == node) {
+            return m->vals[i];
+        }
+        i = (i + 1) & mask;
+    }
+    return -1;
+}
+
+static int map_put(cg_map_t *m, cg_node_t *node, Py_ssize_t val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        Py_ssize_t ncap = m->cap ? 2 * m->cap : 64;
+        cg_node_t **keys = (cg_node_t **)PyMem_Calloc((size_t)ncap, sizeof(cg_node_t *));
+        Py_ssize_t *vals = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)ncap);
+        if (keys == NULL || vals == NULL) {
+            PyMem_Free(keys);
+            PyMem_Free(vals);
+            PyErr_NoMemory();
+            return -1;
+        }
+        size_t mask = (size_t)ncap - 1;
+        for (Py_ssize_t j = 0; j < m->cap; j++) {
+            if (m->keys[j] != NULL) {
+                size_t i = map_hash(m->keys[j]) & mask;
+                while (keys[i] != NULL) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = m->keys[j];
+                vals[i] = m->vals[j];
+            }
+        }
+        PyMem_Free(m->keys);
+        PyMem_Free(m->vals);
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = ncap;
+    }
+    size_t mask = (size_t)m->cap - 1, i = map_hash(node) & mask;
+    while (m->keys[i] != NULL) {
+        i = (i + 1) & mask;
+    }
+    m->keys[i] = node;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
 /* Claim `node` for the run if it is not claimed yet. Returns its slot index, or -1. */
 static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
 {
-    if (node->run_epoch == run->epoch) {
-        return node->run_idx;
+    Py_ssize_t have = map_get(run, node);
+    if (have >= 0) {
+        return have;
     }
     if (grow((void **)&run->slots, &run->cap_slots, run->n_slots + 1, sizeof(cg_slot_t)) < 0) {
         return -1;
@@ -70,13 +137,15 @@ static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
     if (grow((void **)&run->bufs, &run->cap_bufs, run->n_bufs + nb, sizeof(cg_buf_t)) < 0) {
         return -1;
     }
-    Py_ssize_t idx = run->n_slots++;
+    Py_ssize_t idx = run->n_slots;
+    if (map_put(&run->map, node, idx) < 0) {
+        return -1;
+    }
+    run->n_slots++;
     cg_slot_t *s = &run->slots[idx];
     s->node = node;
     s->deps = 0;
     s->buf_off = run->n_bufs;
-    s->prev_epoch = node->run_epoch;
-    s->prev_idx = node->run_idx;
     s->on_path = 1;
     s->exec = 1;
     s->target = 0;
@@ -86,8 +155,6 @@ static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
     }
     run->n_bufs += nb;
     Py_INCREF(node->self);
-    node->run_epoch = run->epoch;
-    node->run_idx = idx;
     return idx;
 }
 
@@ -172,15 +239,11 @@ static int buf_add(cg_buf_t *b, PyObject *g, const cg_callbacks_t *cb)
 
 static void run_free(cg_run_t *run)
 {
-    /* Release buffers, then restore claims in reverse order (Note [Run claims]). */
     for (Py_ssize_t i = 0; i < run->n_bufs; i++) {
         Py_CLEAR(run->bufs[i].g);
     }
-    for (Py_ssize_t i = run->n_slots - 1; i >= 0; i--) {
-        cg_node_t *n = run->slots[i].node;
-        n->run_epoch = run->slots[i].prev_epoch;
-        n->run_idx = run->slots[i].prev_idx;
-    }
+    PyMem_Free(run->map.keys);
+    PyMem_Free(run->map.vals);
     for (Py_ssize_t i = run->n_slots - 1; i >= 0; i--) {
         Py_DECREF(run->slots[i].node->self);
     }
@@ -194,7 +257,7 @@ static void run_free(cg_run_t *run)
 static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
 {
     for (Py_ssize_t r = 0; r < n_roots; r++) {
-        if (roots[r]->run_epoch == run->epoch) {
+        if (map_get(run, roots[r]) >= 0) {
             continue;
         }
         Py_ssize_t idx = claim(run, roots[r]);
@@ -208,13 +271,14 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
                 if (t == NULL) {
                     continue;
                 }
-                if (t->run_epoch != run->epoch) {
-                    Py_ssize_t ti = claim(run, t);
+                Py_ssize_t ti = map_get(run, t);
+                if (ti < 0) {
+                    ti = claim(run, t);
                     if (ti < 0 || stack_push(run, ti) < 0) {
                         return -1;
                     }
                 }
-                run->slots[t->run_idx].deps++;
+                run->slots[ti].deps++;
             }
         }
     }
@@ -226,8 +290,9 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
 {
     Py_ssize_t n = run->n_slots;
     for (Py_ssize_t t = 0; t < n_targets; t++) {
-        if (targets[t]->run_epoch == run->epoch) {
-            run->slots[targets[t]->run_idx].target = 1;
+        Py_ssize_t ti = map_get(run, targets[t]);
+        if (ti >= 0) {
+            run->slots[ti].target = 1;
         }
     }
     /* Topological order (Kahn) into run->stack, using a copy of deps in `left`. */
@@ -251,8 +316,11 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         cg_node_t *nd = run->slots[run->stack[head++]].node;
         for (Py_ssize_t e = 0; e < nd->n_edges; e++) {
             cg_node_t *t = nd->edges[e].node;
-            if (t != NULL && --left[t->run_idx] == 0) {
-                run->stack[tail++] = t->run_idx;
+            if (t != NULL) {
+                Py_ssize_t ti = map_get(run, t);
+                if (--left[ti] == 0) {
+                    run->stack[tail++] = ti;
+                }
             }
         }
     }
@@ -263,7 +331,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         int reach = 0;
         for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
             cg_node_t *t = s->node->edges[e].node;
-            if (t != NULL && run->slots[t->run_idx].on_path) {
+            if (t != NULL && run->slots[map_get(run, t)].on_path) {
                 reach = 1;
                 break;
             }
@@ -281,8 +349,11 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         }
         for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
             cg_node_t *t = s->node->edges[e].node;
-            if (t != NULL && run->slots[t->run_idx].on_path) {
-                run->slots[t->run_idx].deps++;
+            if (t != NULL) {
+                Py_ssize_t ti = map_get(run, t);
+                if (run->slots[ti].on_path) {
+                    run->slots[ti].deps++;
+                }
             }
         }
     }
@@ -337,7 +408,8 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
             Py_XDECREF(g);
             continue;
         }
-        cg_slot_t *ts = &run->slots[t->run_idx];
+        Py_ssize_t ti = map_get(run, t);
+        cg_slot_t *ts = &run->slots[ti];
         if (pruned && !ts->on_path) {
             Py_XDECREF(g);
             continue;
@@ -346,7 +418,7 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
             rc = -1;
             continue;
         }
-        if (--ts->deps == 0 && heap_push(run, t->run_idx) < 0) {
+        if (--ts->deps == 0 && heap_push(run, ti) < 0) {
             rc = -1;
         }
     }
@@ -363,7 +435,6 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
 {
     cg_run_t run;
     memset(&run, 0, sizeof(run));
-    run.epoch = ++cg_epoch_counter;
     PyObject **scratch = NULL;
     Py_ssize_t n_scratch = 0;
     int pruned = n_targets > 0;
@@ -377,7 +448,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
         goto error;
     }
     for (Py_ssize_t r = 0; r < n_roots; r++) {
-        cg_slot_t *s = &run.slots[roots[r]->run_idx];
+        cg_slot_t *s = &run.slots[map_get(&run, roots[r])];
         Py_INCREF(root_grads[r]);
         if (buf_add(&run.bufs[s->buf_off + root_nrs[r]], root_grads[r], cb) < 0) {
             goto error;

@@ -7,9 +7,8 @@
  *     reference to the target node's Python object (Py_INCREF(target->self)) or is empty
  *     (target == NULL) when that input does not require grad;
  *   - `meta`: shape and dtype of each forward output, used to validate the gradients that
- *     flow into this node (the input-metadata of torch's engine). dtype is an OWNED ref;
- *   - per-run scratch (`run_epoch`, `run_idx`) written by the engine; see
- *     Note [Run claims] in cg_engine.c.
+ *     flow into this node (the input-metadata of torch's engine). dtype is an OWNED ref.
+ * The engine keeps no state in nodes (see Note [Run claims] in cg_engine.c).
  *
  * Note [No recursion on teardown]: releasing an edge may drop the last reference to a
  * node, whose dealloc releases its edges, and so on. The Python type that embeds cg_node_t
@@ -47,8 +46,6 @@ struct cg_node {
     Py_ssize_t n_outputs;
     cg_meta_t *meta;
     cg_meta_t inline_meta;
-    uint64_t run_epoch;    /* engine scratch; see Note [Run claims] */
-    Py_ssize_t run_idx;
 };
 
 /* Initialise a zeroed struct. `self` is borrowed. Cannot fail. */

@@ -68,11 +68,11 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                     f"{_size_str(g._data.shape)} and output[{i}] has a shape of "
                     f"{_size_str(o._data.shape)}.")
             if g._data.dtype != o._data.dtype and o._data.dtype.kind in "fc":
-                if g._data.dtype.kind not in "fc":
+                if g._data.dtype.kind not in "fcbiu":
                     raise RuntimeError(
-                        f"For complex Tensors, both grad_output and output are required to have "
-                        f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                        f"Mismatch in dtype: grad_output[{i}] has a dtype of "
                         f"{g._data.dtype} and output[{i}] has a dtype of {o._data.dtype}.")
+                g = _C._wrap(g._data.astype(o._data.dtype))   # torch casts the seed
         out.append(g)
     return out
 
