@@ -12,7 +12,7 @@ def test_import_without_extension_says_how_to_build(tmp_path):
     dst = tmp_path / "cgrad"
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", "import cgrad"], cwd=tmp_path, env=env,
+    r = subprocess.run([sys.executable, "-S", "-c", "import cgrad"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "ImportError" in r.stderr
