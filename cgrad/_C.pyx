@@ -28,6 +28,9 @@ import numpy as np
 cnp.import_array()
 
 cdef extern from "Python.h":
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_Track(object o)
+    void PyObject_GC_UnTrack(object o)
     Py_ssize_t Py_REFCNT(object o)
     void _xdecref "Py_XDECREF"(PyObject *o)
     PyObject *PyWeakref_GET_OBJECT(object ref)
@@ -89,11 +92,23 @@ cdef inline object _as_array(object a):
     return _np_asarray(a)
 
 
+# Note [Untracked tensors]: a Tensor that holds nothing but its array (no grad_fn, no grad,
+# no hooks) cannot be part of a reference cycle, so, like CPython's dicts of atomic values,
+# it is kept out of the cycle collector; _track() puts it back the moment it gains a
+# reference that could close a cycle. Gradients, no-grad results and most leaves are such
+# tensors, which keeps the collector's work proportional to the graph, not to every array.
 cdef inline TensorBase _new_tensor(object arr):
     """A fresh leaf Tensor around `arr` (which must already be an exact ndarray)."""
     cdef TensorBase t = TensorBase.__new__(_tensor_cls)
     t._data = arr
+    PyObject_GC_UnTrack(t)
     return t
+
+
+cdef inline void _track(TensorBase t) noexcept:
+    """See Note [Untracked tensors]."""
+    if not PyObject_GC_IsTracked(t):
+        PyObject_GC_Track(t)
 
 
 def _wrap(arr):
@@ -260,6 +275,7 @@ cdef class TensorBase:
                 f"attempting to assign a gradient of size '{_shape_str(arr.shape)}' to a "
                 f"tensor of size '{_shape_str(self._data.shape)}'. Please ensure that the "
                 f"gradient and the tensor are the same size")
+        _track(self)
         self._grad = value
 
     @property
@@ -287,6 +303,7 @@ cdef class TensorBase:
         cdef dict hooks
         if self._grad_fn is None:
             if self._hooks is None:
+                _track(self)
                 self._hooks = {}
             hooks = self._hooks
         else:
@@ -309,6 +326,7 @@ cdef class TensorBase:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._post_acc_hooks is None:
+            _track(self)
             self._post_acc_hooks = {}
         handle = RemovableHandle(self._post_acc_hooks)
         self._post_acc_hooks[handle.id] = hook
@@ -421,6 +439,7 @@ cdef class TensorBase:
 
     def _set_grad_fn(self, node, Py_ssize_t output_nr=0):
         """Internal: rebase this tensor's history onto `node` (in-place ops, mark_dirty)."""
+        _track(self)
         self._grad_fn = <Node?>node
         self._output_nr = output_nr
         self._requires_grad = node is not None
@@ -457,6 +476,7 @@ cdef AccumulateGrad _get_accumulator(TensorBase t):
 # Graph nodes
 
 @cython.final
+@cython.no_gc
 cdef class _SavedOutput:
     """A saved output of the node that saved it, stored without the Tensor object so that
     the node does not keep its own output alive (no reference cycle)."""
@@ -533,6 +553,7 @@ cdef class Node:
                 cur = so.vc.version if so.vc is not None else 0
                 t = _new_tensor(so.data)
                 t._vc = so.vc
+                _track(t)
                 t._grad_fn = self
                 t._output_nr = so.output_nr
                 t._requires_grad = True
@@ -628,7 +649,16 @@ cdef int _save(Node ctx, tuple tensors) except -1:
             raise TypeError(
                 "save_for_backward can only save variables, but argument "
                 f"{i} is of type {type(obj).__name__}")
-    ctx._saved = tensors
+    # Note [Saved tuple]: the node owns a private copy of the tuple, kept out of the cycle
+    # collector; _node_traverse visits its items directly, so cycles through saved tensors
+    # are still found, with one tracked object less per node.
+    saved = PyTuple_New(n)
+    for i in range(n):
+        obj = <object>PyTuple_GET_ITEM(tensors, i)
+        Py_INCREF(obj)
+        PyTuple_SET_ITEM(saved, i, obj)
+    PyObject_GC_UnTrack(saved)
+    ctx._saved = saved
     ctx._saved_vers = vers
     ctx._has_saved = True
     ctx._released = False
@@ -689,10 +719,20 @@ cdef c_inquiry _node_base_clear = <c_inquiry>(<PyTypeObject *>Node).tp_clear
 
 cdef int _node_traverse(PyObject *o, visitproc visit, void *arg) noexcept:
     cdef int r = 0
+    cdef Py_ssize_t i
+    cdef PyObject *item
     if _node_base_traverse != NULL:
         r = _node_base_traverse(o, visit, arg)
         if r:
             return r
+    saved = (<Node><object>o)._saved
+    if type(saved) is tuple:        # see Note [Saved tuple]
+        for i in range(PyTuple_GET_SIZE(saved)):
+            item = PyTuple_GET_ITEM(saved, i)
+            if item != NULL:
+                r = visit(item, arg)
+                if r:
+                    return r
     return cg_node_traverse(&(<Node><object>o).c, visit, arg)
 
 cdef int _node_clear(PyObject *o) noexcept:
@@ -961,6 +1001,7 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
     t = _new_tensor(_as_array(out))
     _set_meta(&ctx.c, 0, t._data)
     if _is_float(t._data):
+        _track(t)
         t._grad_fn = ctx
         t._requires_grad = True
     return t
@@ -1028,6 +1069,7 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
         _set_meta(&ctx.c, i, t._data)
         if _is_float(t._data) and not (
                 ctx._non_diff is not None and any(d is o for d in ctx._non_diff)):
+            _track(t)
             t._grad_fn = ctx
             t._output_nr = i
             t._requires_grad = True
@@ -1058,7 +1100,9 @@ cdef void _convert_saved_outputs(Node ctx) except *:
                 lst = list(saved)
             lst[i] = so
     if lst is not None:
-        ctx._saved = tuple(lst)
+        saved = tuple(lst)
+        PyObject_GC_UnTrack(saved)      # see Note [Saved tuple]
+        ctx._saved = saved
 
 
 # --------------------------------------------------------------------------------------
@@ -1207,6 +1251,7 @@ cdef tuple _run_pre_hooks(Node node, tuple grads):
 
 
 cdef _retain_accumulate(TensorBase t, object g):
+    _track(t)
     if t._grad is None:
         t._grad = g.detach().clone() if not cg_grad_enabled() else g.clone()
     elif cg_grad_enabled():
@@ -1253,6 +1298,7 @@ cdef inline bint _stealable(PyObject *g, bint owned):
 
 cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph) except -1:
     """Torch's AccumulateGrad: hooks, then steal / clone / add in place / add."""
+    _track(var)
     if var._hooks is not None:
         for fn in list((<dict>var._hooks).values()):
             r = fn(g)
@@ -1277,7 +1323,7 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
             b = (<TensorBase>g)._data
             if (cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) and a.shape == b.shape
                     and a.dtype == b.dtype):
-                _np_add(a, b, out=a)
+                _np_add(a, b, a)
                 _bump(<TensorBase>cur)
             else:
                 var._grad = _new_tensor(_as_array(a + b))
@@ -1311,7 +1357,7 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
         y = tb._data
         if (a_owned and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x) and x.shape == y.shape
                 and x.dtype == y.dtype):
-            _np_add(x, y, out=x)
+            _np_add(x, y, x)
             r = A
         else:
             r = _new_tensor(_as_array(_np_add(x, y)))
