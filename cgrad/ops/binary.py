@@ -1,7 +1,872 @@
-"""Op library module (see cgrad/ops/__init__.py for the conventions)."""
+"""Elementwise ops of two or more operands: where, maximum/minimum, clamp with scalar or tensor
+bounds, floor division / remainder / fmod, div with rounding_mode, comparisons, logical and
+bitwise ops (see cgrad/ops/__init__.py for the conventions).
+
+Type promotion follows torch (``result_type``): dimensioned tensors take precedence over 0-d
+tensors, which take precedence over Python scalars; an operand of a lower priority only
+matters when it raises the category (bool < integer < float).
+
+Gradients that are "g where mask, else 0" are written with ``Where`` (never ``g * mask``), so a
+NaN or inf in g does not leak into the masked-out positions, as in torch.
+"""
 from __future__ import annotations
 
-# name -> function(self, ...) installed as a cgrad.Tensor method
-TENSOR_METHODS: dict = {}
-# name -> function installed as cgrad.<name> (top-level functional form)
-FUNCTIONS: dict = {}
+import builtins
+
+import numpy as np
+
+from cgrad import _dtype
+from cgrad._C import TensorBase, _wrap
+from cgrad.autograd.function import Function
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_Number = (builtins.bool, builtins.int, builtins.float, np.number, np.bool_)
+
+
+def torch_type_name(dt):
+    """torch's name of a dtype in kernel error messages ('Float', 'Long', ...)."""
+    return _TORCH_NAMES.get(str(dt), str(dt))
+
+
+# ----------------------------------------------------------------------------------------
+# type promotion
+# ----------------------------------------------------------------------------------------
+def _cat(dt):
+    return 0 if dt.kind == "b" else (1 if dt.kind in "iu" else (2 if dt.kind == "f" else 3))
+
+
+def _promote2(a, b):
+    """torch.promote_types: the higher category wins outright (int64 + float32 -> float32);
+    within a category NumPy's promotion (int32 + int64 -> int64, float16 + float32 -> ...)."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    ca, cb = _cat(a), _cat(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _scalar_dtype(s):
+    if isinstance(s, (builtins.bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(s, (builtins.int, np.integer)):
+        return np.dtype(np.int64)
+    if isinstance(s, (builtins.float, np.floating)):
+        return _dtype.get_default_dtype()
+    if isinstance(s, (builtins.complex, np.complexfloating)):
+        return np.dtype(np.complex64 if _dtype.get_default_dtype() == np.float32
+                        else np.complex128)
+    raise TypeError(f"unsupported operand type {type(s).__name__}")
+
+
+def _combine(higher, lower):
+    """torch's combine_categories(higher, lower) (c10/core/ScalarType + TensorIterator)."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if _cat(higher) >= 2:
+        return higher
+    if higher.kind == "b" or _cat(lower) >= 2:
+        return _promote2(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """torch.result_type over ndarrays / Tensors (dimensioned or 0-d) and Python scalars;
+    None operands are skipped."""
+    dim = zero = wrapped = None
+    for o in operands:
+        if o is None:
+            continue
+        if isinstance(o, TensorBase):
+            o = o._data
+        if isinstance(o, np.ndarray):
+            if o.ndim:
+                dim = _promote2(dim, o.dtype)
+            else:
+                zero = _promote2(zero, o.dtype)
+        else:
+            wrapped = _promote2(wrapped, _scalar_dtype(o))
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def _raw(x):
+    return x._data if isinstance(x, TensorBase) else x
+
+
+def _cast(x, dt):
+    """x (ndarray or scalar) as dtype dt: arrays are cast (no copy when already dt), Python
+    scalars stay Python scalars (NumPy then keeps dt)."""
+    if isinstance(x, np.ndarray):
+        return x if x.dtype == dt else x.astype(dt)
+    if isinstance(x, np.generic):
+        x = x.item()
+    if dt.kind in "iub" and isinstance(x, builtins.float):
+        return x        # float scalar with an integer result type: cannot happen (promoted)
+    return x
+
+
+def _as_result(out, dt):
+    out = np.asarray(out)
+    return out if out.dtype == dt else out.astype(dt)
+
+
+def _tensor_arg(x, fn, pos, name="other"):
+    """torch's argument check for ops that take Tensors only (maximum, ...)."""
+    if isinstance(x, TensorBase):
+        return x
+    if isinstance(x, np.ndarray):
+        return _wrap(x)
+    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
+                    f"{type(x).__name__}")
+
+
+def _to_tensor(x):
+    """Tensors pass; arrays are wrapped; lists/tuples go through cgrad.tensor."""
+    if isinstance(x, TensorBase):
+        return x
+    if isinstance(x, np.ndarray):
+        return _wrap(x)
+    if isinstance(x, (list, tuple)):
+        from cgrad._creation import tensor
+        return tensor(x)
+    return x
+
+
+def _errstate():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+# ----------------------------------------------------------------------------------------
+# where
+# ----------------------------------------------------------------------------------------
+def _mask_mul(g, mask):
+    """g where mask, else 0 (torch's where(mask, g, 0)) as a multiplication, which NumPy
+    vectorises (np.where branches per element: ~10x slower on random masks). g * 0 is
+    nan where g is inf or nan: only such a g takes the exact np.where."""
+    if g.dtype.kind == "f" and not np.isfinite(g).all():
+        return np.where(mask, g, 0).astype(g.dtype, copy=False)
+    return g * mask
+
+
+def _is_zero(v):
+    return type(v) is float and v == 0.0
+
+
+class Where(Function):
+    """where(cond, a, b) with a, b Tensors or Python scalars.
+    d/da = where(cond, g, 0), d/db = where(cond, 0, g)."""
+    _node_name = "WhereBackward0"
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        x, y = _raw(a), _raw(b)
+        c = cond._data
+        if _is_zero(y) and type(x) is np.ndarray and x.dtype.kind == "f":
+            out = _mask_mul(x, c)          # where(c, g, 0), as in most backward formulas
+        elif _is_zero(x) and type(y) is np.ndarray and y.dtype.kind == "f":
+            out = _mask_mul(y, ~c)
+        else:
+            dt = result_type(x, y)
+            out = np.where(c, x, y)
+            if out.dtype != dt:
+                out = np.asarray(out).astype(dt)
+        if ctx is not None:
+            ctx.save_for_backward(cond)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (cond,) = ctx.saved_tensors
+        _, na, nb = ctx.needs_input_grad
+        return (None, Where.apply(cond, g, 0.0) if na else None,
+                Where.apply(cond, 0.0, g) if nb else None)
+
+
+def mask_where(mask, g, other=0.0):
+    """where(mask, g, other) for an ndarray mask (no gradient): differentiable in g."""
+    return Where.apply(_wrap(mask), g, other)
+
+
+def mask_fill(g, mask, value=0.0):
+    """g with value where mask (an ndarray): differentiable in g; g itself if nothing masked."""
+    if not mask.any():
+        return g
+    return Where.apply(_wrap(mask), value, g)
+
+
+def _check_cond(c):
+    if c.dtype != np.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {torch_type_name(c.dtype)}")
+
+
+def where(condition, input=None, other=None):
+    """where(condition, input, other): elements of input where condition, else of other
+    (either may be a Python scalar). where(condition) is nonzero(condition, as_tuple=True)."""
+    condition = _to_tensor(condition)
+    if input is None and other is None:
+        return tuple(_wrap(i.astype(np.int64, copy=False))
+                     for i in np.nonzero(np.atleast_1d(condition._data)))
+    if input is None or other is None:
+        raise TypeError("where() missing required argument 'input' or 'other'")
+    _check_cond(condition._data)
+    return Where.apply(condition, _to_tensor(input), _to_tensor(other))
+
+
+def _where_method(self, condition, y):
+    """Tensor.where(condition, y) == where(condition, self, y)."""
+    return where(condition, self, y)
+
+
+# ----------------------------------------------------------------------------------------
+# maximum / minimum (ties split the gradient in half, as torch)
+# ----------------------------------------------------------------------------------------
+def _tie_split(g, x, y):
+    eq = x == y
+    if eq.any():
+        return Where.apply(_wrap(eq), g * 0.5, g)
+    return g
+
+
+class Maximum(Function):
+    """maximum(a, b) (NaN propagates).  d/da = g where a > b, g/2 where a == b, else 0."""
+    _node_name = "MaximumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = a._data, b._data
+        dt = result_type(x, y)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        return _as_result(np.maximum(_cast(x, dt), _cast(y, dt)), dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        x, y = a._data, b._data
+        na, nb = ctx.needs_input_grad
+        h = _tie_split(g, x, y)
+        return (mask_fill(h, x < y) if na else None, mask_fill(h, x > y) if nb else None)
+
+
+class Minimum(Function):
+    """minimum(a, b) (NaN propagates).  d/da = g where a < b, g/2 where a == b, else 0."""
+    _node_name = "MinimumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        x, y = a._data, b._data
+        dt = result_type(x, y)
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        return _as_result(np.minimum(_cast(x, dt), _cast(y, dt)), dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        x, y = a._data, b._data
+        na, nb = ctx.needs_input_grad
+        h = _tie_split(g, x, y)
+        return (mask_fill(h, x > y) if na else None, mask_fill(h, x < y) if nb else None)
+
+
+def maximum(input, other):
+    """Elementwise maximum of two tensors (broadcasting; NaN propagates)."""
+    return Maximum.apply(_tensor_arg(input, "maximum", 1, "input"),
+                         _tensor_arg(other, "maximum", 2))
+
+
+def minimum(input, other):
+    """Elementwise minimum of two tensors (broadcasting; NaN propagates)."""
+    return Minimum.apply(_tensor_arg(input, "minimum", 1, "input"),
+                         _tensor_arg(other, "minimum", 2))
+
+
+# ----------------------------------------------------------------------------------------
+# clamp
+# ----------------------------------------------------------------------------------------
+def _clamp_arrays(x, lo, hi, dt):
+    x = _cast(x, dt)
+    if lo is not None and hi is not None:
+        if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
+            # min(max(x, lo), hi): where lo > hi the result is hi, as torch
+            return np.minimum(np.maximum(x, _cast(lo, dt)), _cast(hi, dt))
+        return np.clip(x, lo, hi)
+    if lo is not None:
+        return np.maximum(x, _cast(lo, dt))
+    return np.minimum(x, _cast(hi, dt))
+
+
+class ClampScalar(Function):
+    """clamp(a, min, max) with scalar (or None) bounds.
+    d/da = g where min <= a <= max (inclusive, as torch), else 0."""
+    _node_name = "ClampBackward1"
+
+    @staticmethod
+    def forward(ctx, a, lo, hi):
+        x = a._data
+        dt = result_type(x, lo, hi)
+        if ctx is not None:
+            ctx.save_for_backward(a)
+            ctx._aux = (lo, hi)
+        return _as_result(_clamp_arrays(x, lo, hi, dt), dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        lo, hi = ctx._aux
+        x = a._data
+        if lo is not None and hi is not None:
+            mask = (x >= lo) & (x <= hi)
+        elif lo is not None:
+            mask = x >= lo
+        else:
+            mask = x <= hi
+        return mask_where(mask, g), None, None
+
+
+class ClampMinScalar(ClampScalar):
+    """clamp_min(a, min) with a scalar bound."""
+    _node_name = "ClampMinBackward0"
+
+
+class ClampMaxScalar(ClampScalar):
+    """clamp_max(a, max) with a scalar bound."""
+    _node_name = "ClampMaxBackward0"
+
+
+class ClampTensor(Function):
+    """clamp(a, min, max) with Tensor (or None) bounds (torch's clamp_backward_min_max):
+    d/da = g where min <= a <= max; d/dmin = g where a < min and min < max;
+    d/dmax = g where a > max or max < min."""
+    _node_name = "ClampBackward0"
+
+    @staticmethod
+    def forward(ctx, a, lo, hi):
+        x, l, h = a._data, _raw(lo), _raw(hi)
+        dt = result_type(x, l, h)
+        if ctx is not None:
+            ctx.save_for_backward(a, lo, hi)
+        return _as_result(_clamp_arrays(x, l, h, dt), dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, lo, hi = ctx.saved_tensors
+        na, nl, nh = ctx.needs_input_grad
+        x = a._data
+        l = None if lo is None else lo._data
+        h = None if hi is None else hi._data
+        ga = gl = gh = None
+        if l is not None and h is not None:
+            if na:
+                ga = mask_where((x >= l) & (x <= h), g)
+            if nl:
+                gl = mask_where((x < l) & (l < h), g)
+            if nh:
+                gh = mask_where((x > h) | (h < l), g)
+        elif l is not None:
+            if na:
+                ga = mask_where(x >= l, g)
+            if nl:
+                gl = mask_where(x < l, g)
+        else:
+            if na:
+                ga = mask_where(x <= h, g)
+            if nh:
+                gh = mask_where(x > h, g)
+        return ga, gl, gh
+
+
+class ClampMinTensor(ClampTensor):
+    """clamp_min(a, min) with a Tensor bound."""
+    _node_name = "ClampMinBackward1"
+
+
+class ClampMaxTensor(ClampTensor):
+    """clamp_max(a, max) with a Tensor bound."""
+    _node_name = "ClampMaxBackward1"
+
+
+def _bound(v):
+    if v is None or isinstance(v, TensorBase):
+        return v
+    if isinstance(v, np.ndarray):
+        return _wrap(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, _Number):
+        return v
+    raise TypeError(f"clamp(): min and max must be numbers or Tensors, not {type(v).__name__}")
+
+
+def clamp(input, min=None, max=None):
+    """Clamp input into [min, max]; min/max are Python numbers or Tensors (broadcasting).
+    Where min > max the result is max. The gradient passes where min <= input <= max."""
+    lo, hi = _bound(min), _bound(max)
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(lo, TensorBase) or isinstance(hi, TensorBase):
+        if lo is not None and not isinstance(lo, TensorBase):
+            lo = _scalar_tensor(lo)
+        if hi is not None and not isinstance(hi, TensorBase):
+            hi = _scalar_tensor(hi)
+        return ClampTensor.apply(input, lo, hi)
+    return ClampScalar.apply(input, lo, hi)
+
+
+def _scalar_tensor(s):
+    return _wrap(np.asarray(s, dtype=_scalar_dtype(s)))
+
+
+def clamp_min(input, min):
+    """max(input, min) elementwise (min a number or a Tensor)."""
+    lo = _bound(min)
+    if isinstance(lo, TensorBase):
+        return ClampMinTensor.apply(input, lo, None)
+    return ClampMinScalar.apply(input, lo, None)
+
+
+def clamp_max(input, max):
+    """min(input, max) elementwise (max a number or a Tensor)."""
+    hi = _bound(max)
+    if isinstance(hi, TensorBase):
+        return ClampMaxTensor.apply(input, None, hi)
+    return ClampMaxScalar.apply(input, None, hi)
+
+
+clip = clamp
+
+
+# ----------------------------------------------------------------------------------------
+# floor division, remainder, fmod, div(rounding_mode)
+# ----------------------------------------------------------------------------------------
+def _check_int_zero(y, dt):
+    if dt.kind in "iub":
+        if (np.any(y == 0) if isinstance(y, np.ndarray) else y == 0):
+            raise RuntimeError("ZeroDivisionError")
+
+
+def _div_trunc(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.trunc(np.true_divide(x, y))
+    _check_int_zero(y, dt)
+    q = np.floor_divide(x, y)
+    fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+    if np.any(fix):
+        q = q + fix
+    return q
+
+
+def _div_floor(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.floor_divide(x, y)
+    _check_int_zero(y, dt)
+    return np.floor_divide(x, y)
+
+
+def _remainder(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.remainder(x, y)
+    _check_int_zero(y, dt)
+    return np.remainder(x, y)
+
+
+def _fmod(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.fmod(x, y)
+    _check_int_zero(y, dt)
+    return np.fmod(x, y)
+
+
+def _binary_compute(fn, x, y):
+    dt = result_type(x, y)
+    return _as_result(fn(_cast(x, dt), _cast(y, dt), dt), dt)
+
+
+def _zeros_for(g):
+    """A zero gradient like g (a read-only broadcast view: no memory)."""
+    d = g._data
+    return _wrap(np.broadcast_to(np.zeros((), d.dtype), d.shape))
+
+
+class _NotDifferentiable(Function):
+    """An op without a derivative in torch: its output requires grad (as torch's), and
+    backward raises "derivative for aten::<name> is not implemented" (name in ctx._aux)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{ctx._aux} is not implemented")
+
+
+class FloorDivide(_NotDifferentiable):
+    """a // b (torch.floor_divide: rounds toward -inf; no derivative, as torch)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if ctx is not None:
+            ctx._aux = "floor_divide"
+        return _binary_compute(_div_floor, _raw(a), _raw(b))
+
+
+class RFloorDivide(_NotDifferentiable):
+    """s // a for a Python number s (no derivative)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = "floor_divide"
+        return _binary_compute(_div_floor, s, a._data)
+
+
+class RRemainder(_NotDifferentiable):
+    """s % a for a Python number s (torch's remainder.Scalar_Tensor has no derivative)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = "remainder"
+        return _binary_compute(_remainder, s, a._data)
+
+
+class Remainder(Function):
+    """remainder(a, b) (Python's %: the sign of b).
+    d/da = g, d/db = -g * floor(a / b)."""
+    _node_name = "RemainderBackward1"
+    _round = staticmethod(_div_floor)
+    _op = staticmethod(_remainder)
+
+    @classmethod
+    def _forward(cls, ctx, a, b):
+        x, y = a._data, b._data
+        if ctx is not None:
+            ctx.save_for_backward(a, b)
+        return _binary_compute(cls._op, x, y)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return Remainder._forward(ctx, a, b)
+
+    @classmethod
+    def _backward(cls, ctx, g):
+        a, b = ctx.saved_tensors
+        na, nb = ctx.needs_input_grad
+        gb = None
+        if nb:
+            x, y = a._data, b._data
+            dt = result_type(x, y)
+            q = _as_result(cls._round(_cast(x, dt), _cast(y, dt), dt), dt)
+            gb = g * _wrap(np.negative(q))
+        return g if na else None, gb
+
+    @staticmethod
+    def backward(ctx, g):
+        return Remainder._backward(ctx, g)
+
+
+class Fmod(Remainder):
+    """fmod(a, b) (C's fmod: the sign of a).  d/da = g, d/db = -g * trunc(a / b)."""
+    _node_name = "FmodBackward1"
+    _round = staticmethod(_div_trunc)
+    _op = staticmethod(_fmod)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return Fmod._forward(ctx, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Fmod._backward(ctx, g)
+
+
+class RemainderScalar(Function):
+    """remainder(a, s) for a Python number s.  d/da = g."""
+    _node_name = "RemainderBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        return _binary_compute(_remainder, a._data, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class FmodScalar(Function):
+    """fmod(a, s) for a Python number s.  d/da = g."""
+    _node_name = "FmodBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        return _binary_compute(_fmod, a._data, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class DivMode(Function):
+    """div(a, b, rounding_mode='trunc'|'floor'): the gradient is zero (as torch)."""
+    _node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, a, b, mode):
+        fn = _div_trunc if mode == "trunc" else _div_floor
+        return _binary_compute(fn, _raw(a), _raw(b))
+
+    @staticmethod
+    def backward(ctx, g):
+        na, nb, _ = ctx.needs_input_grad
+        z = _zeros_for(g)
+        return z if na else None, z if nb else None, None
+
+
+def _number(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def floor_divide(input, other):
+    """input // other, rounding toward -inf (no derivative, as torch)."""
+    other = _number(_to_tensor(other))
+    input = _number(_to_tensor(input))
+    if not isinstance(input, TensorBase):
+        if not isinstance(other, TensorBase):
+            raise TypeError("floor_divide(): argument 'input' must be Tensor")
+        return RFloorDivide.apply(other, input)
+    return FloorDivide.apply(input, other)
+
+
+def remainder(input, other):
+    """Python-style remainder (the sign of the divisor); d/dinput = g,
+    d/dother = -g * floor(input / other)."""
+    other = _number(_to_tensor(other))
+    input = _number(_to_tensor(input))
+    if not isinstance(input, TensorBase):
+        if not isinstance(other, TensorBase):
+            raise TypeError("remainder(): argument 'input' must be Tensor")
+        return RRemainder.apply(other, input)
+    if isinstance(other, TensorBase):
+        return Remainder.apply(input, other)
+    return RemainderScalar.apply(input, other)
+
+
+def fmod(input, other):
+    """C-style remainder (the sign of the dividend); d/dinput = g,
+    d/dother = -g * trunc(input / other)."""
+    other = _number(_to_tensor(other))
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(other, TensorBase):
+        return Fmod.apply(input, other)
+    return FmodScalar.apply(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """input / other. rounding_mode=None: true division (integers give the default float
+    dtype); 'trunc': rounds toward zero; 'floor': rounds toward -inf (both keep integer
+    dtypes and have a zero gradient, as torch)."""
+    input = _to_tensor(input)
+    if not isinstance(input, TensorBase):
+        input = _scalar_tensor(_number(input))      # div(2, x)
+    if rounding_mode is None:
+        return input / other
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return DivMode.apply(input, _number(_to_tensor(other)), rounding_mode)
+
+
+def true_divide(input, other):
+    """input / other (true division)."""
+    return div(input, other)
+
+
+divide = div
+
+
+def multiply(input, other):
+    """input * other."""
+    return input * other
+
+
+def subtract(input, other, *, alpha=1):
+    """input - alpha * other."""
+    return input - (other * alpha if alpha != 1 else other)
+
+
+def _floordiv(self, other):
+    other = _to_tensor(other)
+    if not isinstance(other, (TensorBase,) + _Number):
+        return NotImplemented
+    return FloorDivide.apply(self, _number(other))
+
+
+def _rfloordiv(self, other):
+    if not isinstance(other, _Number):
+        return NotImplemented
+    return RFloorDivide.apply(self, _number(other))
+
+
+def _mod(self, other):
+    other = _to_tensor(other)
+    if not isinstance(other, (TensorBase,) + _Number):
+        return NotImplemented
+    return remainder(self, other)
+
+
+def _rmod(self, other):
+    if not isinstance(other, _Number):
+        return NotImplemented
+    return RRemainder.apply(self, _number(other))
+
+
+# ----------------------------------------------------------------------------------------
+# comparisons, logical and bitwise ops (no gradient: boolean / integer results)
+# ----------------------------------------------------------------------------------------
+def _cmp_fn(npfn, name):
+    def fn(input, other):
+        x = _to_tensor(input)
+        if not isinstance(x, TensorBase):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        return _wrap(npfn(x._data, _raw(_to_tensor(other))))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (a boolean tensor; broadcasting; no gradient)."
+    return fn
+
+
+eq = _cmp_fn(np.equal, "eq")
+ne = _cmp_fn(np.not_equal, "ne")
+lt = _cmp_fn(np.less, "lt")
+le = _cmp_fn(np.less_equal, "le")
+gt = _cmp_fn(np.greater, "gt")
+ge = _cmp_fn(np.greater_equal, "ge")
+logical_and = _cmp_fn(np.logical_and, "logical_and")
+logical_or = _cmp_fn(np.logical_or, "logical_or")
+logical_xor = _cmp_fn(np.logical_xor, "logical_xor")
+
+
+def logical_not(input):
+    """Elementwise not (boolean tensor)."""
+    return _wrap(np.logical_not(input._data))
+
+
+def _bitwise_fn(npfn, name):
+    def fn(input, other):
+        x, y = _to_tensor(input), _to_tensor(other)
+        if not isinstance(x, TensorBase):
+            x, y = y, x
+        xd, y = x._data, _raw(y)
+        for d in (xd, y):
+            dt = d.dtype if isinstance(d, np.ndarray) else _scalar_dtype(d)
+            if dt.kind not in "biu":
+                raise NotImplementedError(
+                    f'"{name}_cpu" not implemented for \'{torch_type_name(result_type(xd, y))}\'')
+        dt = result_type(xd, y)
+        return _wrap(_as_result(npfn(_cast(xd, dt), _cast(y, dt)), dt))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of integer or boolean tensors."
+    return fn
+
+
+bitwise_and = _bitwise_fn(np.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise_fn(np.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise_fn(np.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(input):
+    """~input for integer or boolean tensors (logical not for booleans)."""
+    x = input._data
+    if x.dtype.kind not in "biu":
+        raise NotImplementedError(
+            f'"bitwise_not_cpu" not implemented for \'{torch_type_name(x.dtype)}\'')
+    return _wrap(np.invert(x))
+
+
+def _invert(self):
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return _wrap(np.invert(self._data))
+
+
+def _op(fn):
+    """&, |, ^ (and their reflections: the ops are commutative)."""
+    def method(self, other):
+        if not isinstance(other, (TensorBase, np.ndarray, list, tuple) + _Number):
+            return NotImplemented
+        return fn(self, other)
+    return method
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise (a boolean tensor)."""
+    return _wrap(np.isclose(input._data, _raw(_to_tensor(other)), rtol=rtol, atol=atol,
+                            equal_nan=equal_nan))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if isclose everywhere."""
+    return builtins.bool(np.all(isclose(input, other, rtol, atol, equal_nan)._data))
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and elements."""
+    return builtins.bool(input._data.shape == other._data.shape
+                         and np.array_equal(input._data, other._data))
+
+
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+def _div_method(self, other, *, rounding_mode=None):
+    return div(self, other, rounding_mode=rounding_mode)
+
+
+FUNCTIONS: dict = {
+    "where": where, "maximum": maximum, "minimum": minimum, "clamp": clamp, "clip": clip,
+    "clamp_min": clamp_min, "clamp_max": clamp_max, "floor_divide": floor_divide,
+    "remainder": remainder, "fmod": fmod, "div": div, "divide": divide,
+    "true_divide": true_divide, "multiply": multiply, "subtract": subtract,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
+    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
+    "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "isclose": isclose, "allclose": allclose, "equal": equal,
+}
+
+TENSOR_METHODS: dict = {
+    "where": _where_method, "maximum": maximum, "minimum": minimum, "clamp": clamp,
+    "clip": clip, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "floor_divide": floor_divide, "remainder": remainder, "fmod": fmod,
+    "div": _div_method, "divide": _div_method, "true_divide": true_divide,
+    "multiply": multiply, "subtract": subtract,
+    "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
+    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
+    "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "isclose": isclose, "allclose": allclose, "equal": equal,
+    "__floordiv__": _floordiv, "__rfloordiv__": _rfloordiv,
+    "__mod__": _mod, "__rmod__": _rmod,
+    "__and__": _op(bitwise_and), "__rand__": _op(bitwise_and),
+    "__or__": _op(bitwise_or), "__ror__": _op(bitwise_or),
+    "__xor__": _op(bitwise_xor), "__rxor__": _op(bitwise_xor),
+    "__invert__": _invert,
+}

@@ -1,7 +1,1054 @@
-"""Op library module (see cgrad/ops/__init__.py for the conventions)."""
+"""Reductions beyond sum/mean (those live in cgrad/ops/reduce.py), scans and softmax.
+
+prod, max/min (all, and along a dim with indices), amax/amin, argmax/argmin, var/std, norm
+(torch.norm / linalg.vector_norm), logsumexp, softmax, log_softmax, cumsum, cumprod,
+all/any, count_nonzero, nansum, nanmean.
+
+Gradient conventions (all as torch):
+* max()/min() without dim and amax/amin split the gradient evenly among ties; max/min with a
+  dim send it to the returned index (the first occurrence, as torch on CPU and NumPy).
+* prod and cumprod are exact when the input holds zeros, including double backward
+  (prod uses the exclusive products prod_{j<i} * prod_{j>i}, computed with cumprod; cumprod's
+  backward treats the first zero of each slice separately, as torch's cumprod_backward).
+* norm's gradient at the zero vector is 0 (no NaN); std's gradient where std == 0 is 0.
+
+Every backward is written with cgrad ops, so create_graph=True / double backward works.
+Non-tensor constants used by a backward (masks, tie weights, indices) are NumPy arrays: they
+are locally constant, so their derivative is zero.
+"""
 from __future__ import annotations
 
+import builtins
+import collections
+import sys
+import types
+import warnings
+
+import numpy as np
+
+from cgrad._C import TensorBase, _wrap, is_grad_enabled
+from cgrad.autograd.function import Function
+from cgrad.ops.reduce import _norm_dims
+from cgrad.ops.shape import MaskedFillConst
+
+_INF = float("inf")
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+_TYPE_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short",
+               "int8": "Char", "uint8": "Byte", "float32": "Float", "float64": "Double",
+               "float16": "Half"}
+
+
+def _tname(dt):
+    return _TYPE_NAMES.get(str(dt), str(dt))
+
+
+def _dims(dim, ndim, empty_is_all=True):
+    """Normalise dim (None, int or sequence of ints) to a sorted tuple of non-negative dims,
+    or None for "all dims". Raises torch's IndexError/RuntimeError."""
+    if dim is None:
+        return None
+    if isinstance(dim, TensorBase):
+        dim = dim.tolist()
+    if not isinstance(dim, (int, np.integer)):
+        dim = tuple(dim)
+        if not dim and empty_is_all:
+            return None
+    dims = _norm_dims(dim, ndim)
+    seen = set()
+    for d in dims:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return tuple(sorted(dims))
+
+
+def _one_dim(dim, ndim):
+    """A single dim (an int), normalised; torch's IndexError when out of range."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    return _norm_dims(int(dim), ndim)[0]
+
+
+def _axis(dims, ndim):
+    """NumPy axis argument for normalised dims (0-d arrays reduce with axis=None)."""
+    return None if dims is None or ndim == 0 else dims
+
+
+def _keep_shape(shape, dims):
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def _restore(g, shape, dims, keepdim):
+    """A reduced gradient (or result) reshaped so it broadcasts against the input."""
+    ks = _keep_shape(shape, dims)
+    if tuple(g._data.shape) != ks:
+        g = g.reshape(ks)
+    return g
+
+
+def _restore_arr(a, shape, dims):
+    return a.reshape(_keep_shape(shape, dims))
+
+
+def _mask_fill(t, mask, value):
+    """t with `value` where the ndarray mask is True (mask broadcast to t); no-op if none."""
+    mask = np.broadcast_to(mask, t._data.shape)
+    if not mask.any():
+        return t
+    return MaskedFillConst.apply(t, mask, value)
+
+
+def _const(arr):
+    return _wrap(np.ascontiguousarray(arr))
+
+
+def _require_float(arr, what):
+    if arr.dtype.kind not in "fc":
+        raise RuntimeError(what.format(_tname(arr.dtype)))
+
+
+def _cast_input(x, dtype):
+    """torch's `dtype=` argument of reductions: the input is cast first."""
+    if dtype is None:
+        return x
+    dtype = np.dtype(dtype)
+    return x if x._data.dtype == dtype else x.to(dtype)
+
+
+def _errstate():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+# ----------------------------------------------------------------------------------------
+# return types (namedtuples named as torch.return_types.*)
+# ----------------------------------------------------------------------------------------
+return_types = types.ModuleType("cgrad.return_types",
+                                "Named tuples returned by ops with several outputs.")
+
+
+def _return_type(name, fields=("values", "indices")):
+    cls = collections.namedtuple(name, fields, module="cgrad.return_types")
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"cgrad.return_types.{name}(\n{body})"
+
+    cls.__repr__ = __repr__
+    cls.__str__ = __repr__
+    setattr(return_types, name, cls)
+    return cls
+
+
+max_type = _return_type("max")
+min_type = _return_type("min")
+sys.modules.setdefault("cgrad.return_types", return_types)
+
+
+# ----------------------------------------------------------------------------------------
+# internal differentiable building blocks (used inside backward formulas)
+# ----------------------------------------------------------------------------------------
+class _Flip(Function):
+    """flip along one axis (a view).  d/da = flip(g)."""
+    _node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, a, axis):
+        if ctx is not None:
+            ctx._aux = axis
+        return np.flip(a._data, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Flip.apply(g, ctx._aux), None
+
+
+class _Shift(Function):
+    """Shift by one along axis: step=+1 gives out[0] = fill, out[i] = a[i-1]; step=-1 gives
+    out[i] = a[i+1], out[-1] = fill.  d/da = the opposite shift of g, filled with 0."""
+    _node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, a, axis, step, fill):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = (axis, step)
+        out = np.empty_like(arr)
+        n = arr.shape[axis]
+
+        def sl(s):
+            idx = [slice(None)] * arr.ndim
+            idx[axis] = s
+            return tuple(idx)
+
+        if step > 0:
+            out[sl(slice(1, n))] = arr[sl(slice(0, n - 1))]
+            out[sl(slice(0, 1))] = fill
+        else:
+            out[sl(slice(0, n - 1))] = arr[sl(slice(1, n))]
+            out[sl(slice(n - 1, n))] = fill
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        axis, step = ctx._aux
+        return _Shift.apply(g, axis, -step, 0.0), None, None, None
+
+
+class _ScatterAlong(Function):
+    """zeros(shape) with g put at idx along axis (one index per slice).
+    d/dg = take_along_axis(gg, idx)."""
+    _node_name = "ScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, axis, shape):
+        if ctx is not None:
+            ctx._aux = (idx, axis)
+        out = np.zeros(shape, dtype=g._data.dtype)
+        np.put_along_axis(out, idx, g._data, axis)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx, axis = ctx._aux
+        return _GatherAlong.apply(gg, idx, axis), None, None, None
+
+
+class _GatherAlong(Function):
+    """take_along_axis(a, idx, axis).  d/da = scatter of g into zeros at idx."""
+    _node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, a, idx, axis):
+        if ctx is not None:
+            ctx._aux = (idx, axis, a._data.shape)
+        return np.take_along_axis(a._data, idx, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, axis, shape = ctx._aux
+        return _ScatterAlong.apply(g, idx, axis, shape), None, None
+
+
+def _flip(t, axis):
+    return _Flip.apply(t, axis)
+
+
+def _rev_cumsum(t, axis):
+    """sum_{j >= i} t_j along axis (differentiable)."""
+    return _flip(Cumsum.apply(_flip(t, axis), axis), axis)
+
+
+def _exclusive_prod(x, axis):
+    """prod_{j != i} x_j along axis, exact with zeros: prod_{j<i} * prod_{j>i} (torch's
+    prod_safe_zeros_backward). Differentiable through cumprod."""
+    left = Cumprod.apply(_Shift.apply(x, axis, 1, 1.0), axis)
+    right = _flip(Cumprod.apply(_Shift.apply(_flip(x, axis), axis, 1, 1.0), axis), axis)
+    return left * right
+
+
+# ----------------------------------------------------------------------------------------
+# prod
+# ----------------------------------------------------------------------------------------
+class Prod(Function):
+    """prod(a) over all elements.  d/da_i = g * prod_{j != i} a_j (exact with zeros)."""
+    _node_name = "ProdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        arr = a._data
+        dt = np.int64 if arr.dtype.kind in "bui" else None
+        out = np.prod(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim, dtype=dt)
+        out = np.asarray(out)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = (dims, keepdim)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx._aux
+        shape = x._data.shape
+        g = _restore(g, shape, dims, keepdim)
+        if x._data.ndim == 0:
+            return g, None, None
+        if not (x._data == 0).any():
+            return g * _restore(out, shape, dims, keepdim) / x, None, None
+        if dims is None:
+            others = _exclusive_prod(x.reshape(-1), 0).reshape(shape)
+        else:
+            others = _exclusive_prod(x, dims[0])
+        return g * others, None, None
+
+
+class ProdDim(Prod):
+    """prod(a, dim, keepdim) (torch's prod.dim_int)."""
+    _node_name = "ProdBackward1"
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product of the elements (over one dim if given)."""
+    x = _cast_input(input, dtype)
+    if dim is None:
+        if keepdim:
+            raise TypeError("prod(): keepdim requires dim")
+        return Prod.apply(x, None, False)
+    return ProdDim.apply(x, (_one_dim(dim, x._data.ndim),), keepdim)
+
+
+# ----------------------------------------------------------------------------------------
+# max / min / amax / amin
+# ----------------------------------------------------------------------------------------
+class _EvenReduce(Function):
+    """Base of amax/amin and full max/min: the gradient is split evenly among the elements
+    equal to the result.  d/da = g * (a == out) / count(a == out)."""
+    _np = None            # np.amax / np.amin
+    _name = ""
+    _nan_ties = False     # max()/min(): a NaN result spreads over the NaNs (torch)
+
+    @classmethod
+    def _fwd(cls, ctx, a, dims, keepdim):
+        arr = a._data
+        if arr.size == 0 and (dims is None or any(arr.shape[d] == 0 for d in dims)):
+            if dims is None:
+                raise RuntimeError(
+                    f"{cls._name}(): Expected reduction dim to be specified for "
+                    "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            raise IndexError(f"{cls._name}(): Expected reduction dim "
+                             f"{next(d for d in dims if arr.shape[d] == 0)} to have non-zero "
+                             "size.")
+        out = np.asarray(cls._np(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim))
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = (dims, keepdim)
+        return out
+
+    @classmethod
+    def _bwd(cls, ctx, g):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx._aux
+        arr = x._data
+        res = _restore_arr(out._data, arr.shape, dims)
+        mask = arr == res
+        if cls._nan_ties:
+            mask = np.where(np.isnan(res), np.isnan(arr), mask)
+        count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True)
+        with _errstate():
+            w = mask.astype(arr.dtype) / count.astype(arr.dtype)
+        return _restore(g, arr.shape, dims, keepdim) * _const(w)
+
+
+class Amax(_EvenReduce):
+    _node_name = "AmaxBackward0"
+    _np = staticmethod(np.amax)
+    _name = "amax"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        return Amax._fwd(ctx, a, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Amax._bwd(ctx, g), None, None
+
+
+class Amin(_EvenReduce):
+    _node_name = "AminBackward0"
+    _np = staticmethod(np.amin)
+    _name = "amin"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        return Amin._fwd(ctx, a, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Amin._bwd(ctx, g), None, None
+
+
+class MaxAll(_EvenReduce):
+    """max() of all elements (torch's MaxBackward1: ties share the gradient evenly)."""
+    _node_name = "MaxBackward1"
+    _np = staticmethod(np.amax)
+    _name = "max"
+    _nan_ties = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return MaxAll._fwd(ctx, a, None, False)
+
+    @staticmethod
+    def backward(ctx, g):
+        return MaxAll._bwd(ctx, g)
+
+
+class MinAll(_EvenReduce):
+    _node_name = "MinBackward1"
+    _np = staticmethod(np.amin)
+    _name = "min"
+    _nan_ties = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return MinAll._fwd(ctx, a, None, False)
+
+    @staticmethod
+    def backward(ctx, g):
+        return MinAll._bwd(ctx, g)
+
+
+class _SelectDim(Function):
+    """max/min along one dim: (values, indices); the gradient goes to the selected index."""
+    _arg = None
+    _name = ""
+
+    @classmethod
+    def _fwd(cls, ctx, a, dim, keepdim):
+        arr = a._data
+        if arr.ndim == 0:
+            if ctx is not None:
+                ctx._aux = None
+            return arr.copy(), np.zeros((), np.int64)
+        if arr.shape[dim] == 0:
+            raise IndexError(f"{cls._name}(): Expected reduction dim {dim} to have non-zero "
+                             "size.")
+        idx = cls._arg(arr, axis=dim, keepdims=True)
+        vals = np.take_along_axis(arr, idx, dim)
+        if ctx is not None:
+            ctx._aux = (arr.shape, dim, idx)
+        if not keepdim:
+            vals = np.squeeze(vals, dim)
+            idx = np.squeeze(idx, dim)
+        return vals, idx.astype(np.int64)       # a copy: the saved idx stays private
+
+    @staticmethod
+    def _bwd(ctx, gv):
+        if ctx._aux is None:
+            return gv, None, None
+        shape, dim, idx = ctx._aux
+        if gv._data.ndim != len(shape):
+            gv = gv.unsqueeze(dim)
+        return _ScatterAlong.apply(gv, idx, dim, shape), None, None
+
+
+class MaxDim(_SelectDim):
+    _node_name = "MaxBackward0"
+    _arg = staticmethod(np.argmax)
+    _name = "max"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return MaxDim._fwd(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, gv, gi=None):
+        return MaxDim._bwd(ctx, gv)
+
+
+class MinDim(_SelectDim):
+    _node_name = "MinBackward0"
+    _arg = staticmethod(np.argmin)
+    _name = "min"
+
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        return MinDim._fwd(ctx, a, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, gv, gi=None):
+        return MinDim._bwd(ctx, gv)
+
+
+def _max_min(input, dim, keepdim, other, all_cls, dim_cls, rtype, binary):
+    if isinstance(dim, TensorBase) and other is None:
+        dim, other = None, dim
+    if other is not None:
+        import cgrad
+        fn = getattr(cgrad, binary, None)
+        if fn is None:
+            raise NotImplementedError(f"cgrad.{binary} is not available")
+        return fn(input, other)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{all_cls._name}(): keepdim requires dim")
+        return all_cls.apply(input)
+    d = _one_dim(dim, input._data.ndim)
+    return rtype(*dim_cls.apply(input, d, keepdim))
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    """max(input) -> values; max(input, dim, keepdim=False) -> (values, indices);
+    max(input, other_tensor) -> maximum."""
+    return _max_min(input, dim, keepdim, other, MaxAll, MaxDim, max_type, "maximum")
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    """min(input) -> values; min(input, dim, keepdim=False) -> (values, indices);
+    min(input, other_tensor) -> minimum."""
+    return _max_min(input, dim, keepdim, other, MinAll, MinDim, min_type, "minimum")
+
+
+def amax(input, dim=(), keepdim=False):
+    """Maximum over dim(s) (all when dim=()); ties share the gradient evenly."""
+    return Amax.apply(input, _dims(dim, input._data.ndim), keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    """Minimum over dim(s) (all when dim=()); ties share the gradient evenly."""
+    return Amin.apply(input, _dims(dim, input._data.ndim), keepdim)
+
+
+def _arg(input, dim, keepdim, fn, name):
+    arr = input._data
+    if dim is None:
+        if arr.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        out = np.asarray(fn(arr), dtype=np.int64)
+        if keepdim:
+            out = out.reshape((1,) * arr.ndim)
+        return _wrap(out)
+    d = _one_dim(dim, arr.ndim)
+    if arr.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    if arr.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return _wrap(np.asarray(fn(arr, axis=d, keepdims=keepdim), dtype=np.int64))
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum (flattened when dim is None); int64, no gradient."""
+    return _arg(input, dim, keepdim, np.argmax, "argmax")
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the minimum (flattened when dim is None); int64, no gradient."""
+    return _arg(input, dim, keepdim, np.argmin, "argmin")
+
+
+# ----------------------------------------------------------------------------------------
+# var / std
+# ----------------------------------------------------------------------------------------
+def _dof(arr, dims, correction):
+    n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+    return builtins.max(0, n - correction)
+
+
+def _centered(x, dims):
+    if dims is None:
+        return x - x.mean()
+    return x - x.mean(dim=dims, keepdim=True)
+
+
+class Var(Function):
+    """var(a, dim, correction).  d/da = g * 2 (a - mean(a)) / (N - correction)."""
+    _node_name = "VarBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        arr = a._data
+        _require_float(arr, "std and var only support floating point and complex dtypes")
+        if ctx is not None:
+            ctx.save_for_backward(a)
+            ctx._aux = (dims, keepdim, _dof(arr, dims, correction))
+        with _errstate(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.asarray(np.var(arr, axis=_axis(dims, arr.ndim), ddof=correction,
+                                     keepdims=keepdim))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        dims, keepdim, dof = ctx._aux
+        g = _restore(g, x._data.shape, dims, keepdim)
+        scale = 2.0 / dof if dof > 0 else _INF
+        return _centered(x, dims) * (g * scale), None, None, None
+
+
+class Std(Function):
+    """std = sqrt(var).  d/da = g (a - mean(a)) / ((N - correction) std); 0 where std == 0."""
+    _node_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        arr = a._data
+        _require_float(arr, "std and var only support floating point and complex dtypes")
+        with _errstate(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = np.asarray(np.std(arr, axis=_axis(dims, arr.ndim), ddof=correction,
+                                    keepdims=keepdim))
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = (dims, keepdim, _dof(arr, dims, correction))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        dims, keepdim, dof = ctx._aux
+        shape = x._data.shape
+        g = _restore(g, shape, dims, keepdim)
+        res = _restore(out, shape, dims, keepdim)
+        zero = res._data == 0
+        gv = g / (_mask_fill(res, zero, 1.0) * 2.0)
+        gv = _mask_fill(gv, zero, 0.0)
+        scale = 2.0 / dof if dof > 0 else _INF
+        return _centered(x, dims) * (gv * scale), None, None, None
+
+
+def _var_args(dim, unbiased, keepdim, correction, ndim):
+    if isinstance(dim, (bool, np.bool_)):          # var(unbiased) overload
+        if unbiased is not None:
+            raise TypeError("var(): unbiased given twice")
+        dim, unbiased = None, builtins.bool(dim)
+    if unbiased is not None and correction is not None:
+        raise TypeError("var() received an invalid combination of arguments - got both "
+                        "unbiased and correction")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return _dims(dim, ndim), correction, keepdim
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over dim(s) with `correction` (default 1, Bessel); `unbiased` as torch."""
+    dims, c, k = _var_args(dim, unbiased, keepdim, correction, input._data.ndim)
+    return Var.apply(input, dims, c, k)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over dim(s) with `correction` (default 1); `unbiased` as torch."""
+    dims, c, k = _var_args(dim, unbiased, keepdim, correction, input._data.ndim)
+    return Std.apply(input, dims, c, k)
+
+
+# ----------------------------------------------------------------------------------------
+# norm
+# ----------------------------------------------------------------------------------------
+def _abs_pow(x, sgn, zero, e):
+    """|x| ** e with 0 where x == 0 (value and derivative): torch's masked formulas."""
+    ax = x * sgn
+    return _mask_fill(_mask_fill(ax, zero, 1.0) ** e, zero, 0.0)
+
+
+class VectorNorm(Function):
+    """linalg.vector_norm(a, ord, dim, keepdim); backward as torch's norm_backward, with a
+    zero gradient where the norm is 0."""
+    _node_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, a, p, dims, keepdim):
+        arr = a._data
+        _require_float(arr, "linalg.vector_norm: Expected a floating point or complex tensor "
+                            "as input. Got {}")
+        ax = _axis(dims, arr.ndim)
+        with _errstate():
+            if p == 2:
+                out = np.sqrt(np.sum(np.square(arr), axis=ax, keepdims=keepdim))
+            elif p == _INF:
+                out = np.amax(np.abs(arr), axis=ax, keepdims=keepdim)
+            elif p == -_INF:
+                out = np.amin(np.abs(arr), axis=ax, keepdims=keepdim)
+            elif p == 0:
+                out = np.sum(arr != 0, axis=ax, keepdims=keepdim).astype(arr.dtype)
+            elif p == 1:
+                out = np.sum(np.abs(arr), axis=ax, keepdims=keepdim)
+            else:
+                out = np.sum(np.abs(arr) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
+        out = np.asarray(out, dtype=arr.dtype)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = (p, dims, keepdim)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        p, dims, keepdim = ctx._aux
+        arr = x._data
+        if p == 0:
+            return None, None, None, None
+        g = _restore(g, arr.shape, dims, keepdim)
+        sgn = _const(np.sign(arr))
+        if p == 1:
+            return g * sgn, None, None, None
+        if abs(p) == _INF:
+            a = np.abs(arr)
+            res = _restore_arr(out._data, arr.shape, dims)
+            mask = (a == res) | np.isnan(a)
+            count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True)
+            with _errstate():
+                w = np.sign(arr) * mask / count.astype(arr.dtype)
+            return g * _const(w.astype(arr.dtype)), None, None, None
+        zero = arr == 0
+        res = _restore(out, arr.shape, dims, keepdim)
+        rzero = res._data == 0
+        if p == 2:
+            scale = _mask_fill(g / _mask_fill(res, rzero, 1.0), rzero, 0.0)
+            return x * scale, None, None, None
+        if p < 1:
+            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
+            rpow = _mask_fill(_mask_fill(res, rzero, 1.0) ** (1 - p), rzero, 0.0)
+            return scaled * g * rpow, None, None, None
+        if p < 2:
+            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
+        else:
+            scaled = x * _abs_pow(x, sgn, zero, p - 2)
+        scale = _mask_fill(g / _mask_fill(res, rzero, 1.0) ** (p - 1), rzero, 0.0)
+        return scaled * scale, None, None, None
+
+
+def _norm_p(p):
+    if p is None or p == "fro":
+        return 2.0
+    if isinstance(p, str):
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc') (nuclear norm) is not supported")
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")  # noqa: TRY004 (torch)
+    return float(p)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """torch.norm: vector p-norm over dim(s) (all when None); p in {'fro', inf, -inf, 0, 1,
+    2, any float}. The gradient at a zero norm is 0."""
+    p = _norm_p(p)
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        if input._data.dtype.kind == "f" and not np.can_cast(input._data.dtype, dtype, "safe"):
+            raise RuntimeError(
+                f"linalg.vector_norm: the dtype of the input ({_tname(input._data.dtype)}) "
+                f"should be convertible without narrowing to the specified dtype "
+                f"({_tname(dtype)})")
+    x = _cast_input(input, dtype)
+    return VectorNorm.apply(x, p, _dims(dim, x._data.ndim), keepdim)
+
+
+# ----------------------------------------------------------------------------------------
+# logsumexp / softmax / log_softmax
+# ----------------------------------------------------------------------------------------
+def _lse_keep(arr, ax):
+    """log(sum(exp(arr))) over ax with keepdims, stable (max subtracted)."""
+    if arr.size == 0:
+        m = np.zeros(np.sum(arr, axis=ax, keepdims=True).shape, arr.dtype)
+    else:
+        m = np.amax(arr, axis=ax, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0).astype(arr.dtype)
+    with _errstate():
+        return np.log(np.sum(np.exp(arr - m), axis=ax, keepdims=True)) + m
+
+
+class Logsumexp(Function):
+    """logsumexp(a, dim, keepdim).  d/da = g * exp(a - out)."""
+    _node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        arr = a._data
+        ax = _axis(dims, arr.ndim)
+        out = _lse_keep(arr, ax)
+        if not keepdim:
+            out = np.squeeze(out, axis=ax) if arr.ndim else out.reshape(())
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = (dims, keepdim)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        dims, keepdim = ctx._aux
+        shape = x._data.shape
+        return (_restore(g, shape, dims, keepdim)
+                * (x - _restore(out, shape, dims, keepdim)).exp()), None, None
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input), dim)) computed stably; integer inputs give the default float."""
+    if input._data.dtype.kind in "biu":
+        from cgrad._dtype import get_default_dtype
+        input = input.to(get_default_dtype())
+    return Logsumexp.apply(input, _dims(dim, input._data.ndim), keepdim)
+
+
+def _check_softmax_input(arr, name):
+    if arr.dtype.kind not in "f":
+        raise NotImplementedError(
+            f'"{name}_lastdim_kernel_impl" not implemented for \'{_tname(arr.dtype)}\'')
+
+
+class Softmax(Function):
+    """softmax(a, dim).  d/da = out * (g - sum(g * out, dim))."""
+    _node_name = "SoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        arr = a._data
+        _check_softmax_input(arr, "softmax")
+        ax = None if arr.ndim == 0 else dim
+        if arr.size == 0:
+            out = arr.copy()
+        else:
+            with _errstate():
+                out = np.exp(arr - np.amax(arr, axis=ax, keepdims=True))
+                out /= np.sum(out, axis=ax, keepdims=True)
+        if ctx is not None:
+            out = _wrap(np.asarray(out))
+            ctx.save_for_backward(out)
+            ctx._aux = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        dim = ctx._aux
+        return out * (g - (g * out).sum(dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    """log_softmax(a, dim).  d/da = g - exp(out) * sum(g, dim)."""
+    _node_name = "LogSoftmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        arr = a._data
+        _check_softmax_input(arr, "log_softmax")
+        ax = None if arr.ndim == 0 else dim
+        if arr.size == 0:
+            out = arr.copy()
+        else:
+            with _errstate():
+                out = arr - np.amax(arr, axis=ax, keepdims=True)
+                out -= np.log(np.sum(np.exp(out), axis=ax, keepdims=True))
+        if ctx is not None:
+            out = _wrap(np.asarray(out))
+            ctx.save_for_backward(out)
+            ctx._aux = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (out,) = ctx.saved_tensors
+        dim = ctx._aux
+        return g - out.exp() * g.sum(dim, keepdim=True), None
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x), dim), computed stably (one SoftmaxBackward0 node)."""
+    x = _cast_input(input, dtype)
+    return Softmax.apply(x, _one_dim(dim, x._data.ndim))
+
+
+def log_softmax(input, dim, dtype=None):
+    """x - logsumexp(x, dim), computed stably (one LogSoftmaxBackward0 node)."""
+    x = _cast_input(input, dtype)
+    return LogSoftmax.apply(x, _one_dim(dim, x._data.ndim))
+
+
+# ----------------------------------------------------------------------------------------
+# cumsum / cumprod
+# ----------------------------------------------------------------------------------------
+def _scan(fn, arr, axis):
+    dt = np.int64 if arr.dtype.kind in "bui" else None
+    if arr.ndim == 0:
+        return np.asarray(arr, dtype=dt).copy()
+    return fn(arr, axis=axis, dtype=dt)
+
+
+class Cumsum(Function):
+    """cumsum(a, dim).  d/da = reversed cumsum of g."""
+    _node_name = "CumsumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = None if arr.ndim == 0 else dim
+        return _scan(np.cumsum, arr, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        axis = ctx._aux
+        if axis is None:
+            return g, None
+        return _rev_cumsum(g, axis), None
+
+
+class Cumprod(Function):
+    """cumprod(a, dim).  d/da_i = sum_{j >= i} g_j prod_{l <= j, l != i} a_l.
+
+    Without zeros: reversed_cumsum(g * out) / a. With zeros, two exact formulas:
+    * first backward (grad mode off), O(n) per slice: with k the first zero of the slice,
+      positions before k use the formula above, position k gets
+      prod_{l<k} a_l * sum_{j>=k} g_j prod_{k<l<=j} a_l, positions after k get 0;
+    * create_graph=True (grad mode on): the positions after k are 0 but their derivatives
+      are not, so the gradient is built from the full table C[i, j] = prod_{l<=j, l!=i} a_l
+      (a cumprod of n copies of a with a_i replaced by 1; O(n^2) per slice, as torch's
+      differentiable path), which is differentiable to any order."""
+    _node_name = "CumprodBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        arr = a._data
+        out = _scan(np.cumprod, arr, dim)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, out)
+            ctx._aux = None if arr.ndim == 0 else dim
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        axis = ctx._aux
+        if axis is None:
+            return g, None
+        arr = x._data
+        zero = arr == 0
+        if not zero.any():
+            return _rev_cumsum(g * out, axis) / x, None
+        if is_grad_enabled():
+            return _cumprod_grad_table(x, g, axis), None
+        return _cumprod_grad_first_zero(x, out, g, axis), None
+
+
+def _cumprod_grad_first_zero(x, out, g, axis):
+    """Cumprod's gradient with zeros in O(n) (exact values; not for double backward)."""
+    arr = x._data
+    zero = arr == 0
+    n = arr.shape[axis]
+    has = zero.any(axis=axis, keepdims=True)
+    k = np.where(has, np.argmax(zero, axis=axis, keepdims=True), n)
+    pos = np.arange(n).reshape([n if i == axis else 1 for i in range(arr.ndim)])
+    before, at = pos < k, pos == k
+    # positions before the first zero (or whole slices without zeros)
+    a_part = _rev_cumsum(g * out, axis) / _mask_fill(x, ~before, 1.0)
+    a_part = _mask_fill(a_part, ~before, 0.0)
+    # the first zero itself
+    q = Cumprod.apply(_mask_fill(x, pos <= k, 1.0), axis)
+    s = _mask_fill(g * q, pos < k, 0.0).sum(axis, keepdim=True)
+    prev = Prod.apply(_mask_fill(x, pos >= k, 1.0), (axis,), True)
+    b_part = _mask_fill((prev * s).expand(arr.shape), ~at, 0.0)
+    return a_part + b_part
+
+
+def _cumprod_grad_table(x, g, axis):
+    """sum_{j >= i} g_j C[i, j] with C[i, j] = prod_{l <= j, l != i} x_l (differentiable)."""
+    arr = x._data
+    n = arr.shape[axis]
+    shape = arr.shape[:axis] + (n,) + arr.shape[axis:]       # new axis `axis` is i
+    ii = np.arange(n).reshape([n if d == axis else 1 for d in range(len(shape))])
+    jj = np.arange(n).reshape([n if d == axis + 1 else 1 for d in range(len(shape))])
+    xt = _mask_fill(x.unsqueeze(axis).expand(shape), ii == jj, 1.0)
+    table = Cumprod.apply(xt, axis + 1)
+    terms = _mask_fill(g.unsqueeze(axis) * table, jj < ii, 0.0)
+    return terms.sum(axis + 1)
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along dim (integer inputs give int64, as torch)."""
+    x = _cast_input(input, dtype)
+    return Cumsum.apply(x, _one_dim(dim, x._data.ndim))
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along dim; backward exact with zeros (also double backward)."""
+    x = _cast_input(input, dtype)
+    return Cumprod.apply(x, _one_dim(dim, x._data.ndim))
+
+
+# ----------------------------------------------------------------------------------------
+# nansum / nanmean
+# ----------------------------------------------------------------------------------------
+class Nansum(Function):
+    """nansum(a, dim, keepdim).  d/da = g where a is not NaN, else 0."""
+    _node_name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        arr = a._data
+        if ctx is not None:
+            ctx.save_for_backward(a)
+            ctx._aux = (dims, keepdim)
+        dt = np.int64 if arr.dtype.kind in "bui" else None
+        return np.asarray(np.nansum(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim,
+                                    dtype=dt))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        dims, keepdim = ctx._aux
+        arr = x._data
+        g = _restore(g, arr.shape, dims, keepdim).expand(arr.shape)
+        return _mask_fill(g, np.isnan(arr), 0.0), None, None
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero."""
+    x = _cast_input(input, dtype)
+    return Nansum.apply(x, _dims(dim, x._data.ndim), keepdim)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements: nansum / count (a DivBackward0 node, as torch)."""
+    x = _cast_input(input, dtype)
+    arr = x._data
+    if arr.dtype.kind not in "fc":
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {_tname(arr.dtype)}")
+    dims = _dims(dim, arr.ndim)
+    count = np.sum(~np.isnan(arr), axis=_axis(dims, arr.ndim), keepdims=keepdim,
+                   dtype=np.int64)
+    return Nansum.apply(x, dims, keepdim) / _wrap(np.asarray(count))
+
+
+# ----------------------------------------------------------------------------------------
+# all / any / count_nonzero (no gradient)
+# ----------------------------------------------------------------------------------------
+def _logical(input, dim, keepdim, fn):
+    arr = input._data
+    dims = _dims(dim, arr.ndim)
+    out = np.asarray(fn(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim))
+    if arr.dtype == np.uint8:
+        out = out.astype(np.uint8)
+    return _wrap(out)
+
+
+def all(input, dim=None, keepdim=False):
+    """True if every element (over dim(s)) is nonzero; bool (uint8 for uint8 input)."""
+    return _logical(input, dim, keepdim, np.all)
+
+
+def any(input, dim=None, keepdim=False):
+    """True if any element (over dim(s)) is nonzero; bool (uint8 for uint8 input)."""
+    return _logical(input, dim, keepdim, np.any)
+
+
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements over dim(s) (all when None); int64."""
+    arr = input._data
+    dims = _dims(dim, arr.ndim)
+    return _wrap(np.asarray(np.count_nonzero(arr, axis=_axis(dims, arr.ndim)),
+                            dtype=np.int64))
+
+
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+_OPS = (prod, max, min, amax, amin, argmax, argmin, var, std, norm, logsumexp, softmax,
+        log_softmax, cumsum, cumprod, nansum, nanmean, all, any, count_nonzero)
+
 # name -> function(self, ...) installed as a cgrad.Tensor method
-TENSOR_METHODS: dict = {}
+TENSOR_METHODS: dict = {f.__name__: f for f in _OPS}
 # name -> function installed as cgrad.<name> (top-level functional form)
-FUNCTIONS: dict = {}
+FUNCTIONS: dict = {f.__name__: f for f in _OPS}
+FUNCTIONS["return_types"] = return_types
