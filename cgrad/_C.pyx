@@ -20,6 +20,7 @@ from libc.stdint cimport uint64_t
 from cgrad._csrc cimport *
 
 import inspect
+import threading
 import warnings
 import weakref
 
@@ -53,6 +54,25 @@ _SECOND_TIME = (
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward."
 )
+
+
+# sparse: the sparse COO tensor class (a Python subclass of Tensor whose _data is a
+# zero-strided placeholder carrying shape and dtype) and its rules, registered by
+# cgrad.sparse: _sparse_acc(cur, g, owned, create_graph) -> new .grad (cur may be None);
+# _sparse_alias(t) -> a new sparse tensor sharing t's storage (no history).
+cdef object _sparse_cls = None
+cdef object _sparse_acc = None
+cdef object _sparse_alias = None
+
+
+def _register_sparse(cls, accumulate, alias):  # sparse:
+    """Called once by cgrad.sparse."""
+    global _sparse_cls, _sparse_acc, _sparse_alias
+    if not issubclass(cls, TensorBase):
+        raise TypeError("sparse tensor class must subclass TensorBase")
+    _sparse_cls = cls
+    _sparse_acc = accumulate
+    _sparse_alias = alias
 
 
 def _register(tensor_cls, sum_to, cast):
@@ -485,6 +505,112 @@ cdef class _SavedOutput:
     cdef _VersionCounter vc
 
 
+cdef class _PackedSaved:
+    """A tensor saved while saved_tensors_hooks were active: the pack hook's result and the
+    unpack hook to call in backward (see cgrad/autograd/graph.py)."""
+    cdef object packed
+    cdef object unpack
+    cdef _VersionCounter vc
+
+
+# Saved-tensor hooks (thread-local, as torch's default hooks). The C counter
+# cg_saved_hooks_depth() is the only thing _save reads when no hooks are active.
+_hooks_tls = threading.local()
+
+
+def _hooks_stack():
+    st = getattr(_hooks_tls, "stack", None)
+    if st is None:
+        st = _hooks_tls.stack = []
+    return st
+
+
+def _push_saved_hooks(pack, unpack):
+    msg = getattr(_hooks_tls, "disabled", None)
+    if msg is not None:
+        raise RuntimeError(msg)
+    st = _hooks_stack()
+    st.append((pack, unpack))
+    cg_set_saved_hooks_depth(len(st))
+
+
+def _pop_saved_hooks():
+    st = _hooks_stack()
+    st.pop()
+    cg_set_saved_hooks_depth(len(st))
+
+
+def _set_hooks_disabled(msg):
+    """Set (or clear, with None) the message raised when hooks are registered; returns the
+    previous one."""
+    prev = getattr(_hooks_tls, "disabled", None)
+    _hooks_tls.disabled = msg
+    return prev
+
+
+def _current_saved_hooks():
+    st = _hooks_stack()
+    return st[len(st) - 1] if st else None
+
+
+cdef object _pack_saved(object obj):
+    cdef _PackedSaved p
+    cdef TensorBase t = <TensorBase>obj
+    st = _hooks_stack()
+    pack, unpack = st[len(st) - 1]
+    p = _PackedSaved.__new__(_PackedSaved)
+    p.vc = t._get_vc()
+    p.unpack = unpack
+    p.packed = pack(obj)
+    return p
+
+
+# Anomaly mode (process-wide, as torch's): see cgrad/autograd/anomaly_mode.py.
+cdef bint _anomaly_on = False
+cdef bint _anomaly_nan = True
+
+
+def _set_anomaly(bint mode, bint check_nan=True):
+    global _anomaly_on, _anomaly_nan
+    _anomaly_on = mode
+    _anomaly_nan = check_nan
+
+
+def _anomaly_state():
+    return (_anomaly_on, _anomaly_nan)
+
+
+cdef void _anomaly_record(Node ctx) except *:
+    """Keep the forward call's stack on the node (torch's metadata["traceback_"])."""
+    import traceback
+    tb = traceback.format_stack()
+    del tb[len(tb) - 1]
+    ctx.metadata["traceback_"] = tb
+
+
+cdef void _anomaly_report(Node node) except *:
+    md = node._metadata
+    tb = md.get("traceback_") if md is not None else None
+    name = type(node).__name__
+    if tb is None:
+        warnings.warn(f"Error detected in {name}. No forward pass information available. "
+                      "Enable detect anomaly during forward pass for more information.",
+                      stacklevel=2)
+    else:
+        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
+                      "error:\n" + "".join(tb), stacklevel=2)
+
+
+cdef void _anomaly_check_nan(Node node, tuple res) except *:
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(res)):
+        r = <object>PyTuple_GET_ITEM(res, i)
+        if isinstance(r, TensorBase) and _is_float((<TensorBase>r)._data) and \
+                np.isnan((<TensorBase>r)._data).any():
+            raise RuntimeError(
+                f"Function '{type(node).__name__}' returned nan values in its {i}th output.")
+
+
 @cython.trashcan(True)
 cdef class Node:
     """A backward graph node. For a custom Function it is also the ``ctx``."""
@@ -560,6 +686,16 @@ cdef class Node:
                 if cur != expected:
                     _raise_version_error(t, cur, expected)
                 obj = t
+            elif type(obj) is _PackedSaved:
+                pk = <_PackedSaved>obj
+                obj = pk.unpack(pk.packed)
+                if not isinstance(obj, TensorBase):
+                    raise TypeError(
+                        "Output of saved tensor unpack_hook expected to be a Tensor but got "
+                        f"result of type {type(obj).__name__}")
+                cur = pk.vc.version
+                if cur != expected:
+                    _raise_version_error(<TensorBase>obj, cur, expected)
             elif obj is not None:
                 t = <TensorBase>obj
                 cur = t._vc.version if t._vc is not None else 0
@@ -652,9 +788,12 @@ cdef int _save(Node ctx, tuple tensors) except -1:
     # Note [Saved tuple]: the node owns a private copy of the tuple, kept out of the cycle
     # collector; _node_traverse visits its items directly, so cycles through saved tensors
     # are still found, with one tracked object less per node.
+    cdef bint hooks = cg_saved_hooks_depth() > 0
     saved = PyTuple_New(n)
     for i in range(n):
         obj = <object>PyTuple_GET_ITEM(tensors, i)
+        if hooks and obj is not None:
+            obj = _pack_saved(obj)
         Py_INCREF(obj)
         PyTuple_SET_ITEM(saved, i, obj)
     PyObject_GC_UnTrack(saved)
@@ -823,8 +962,8 @@ cdef object _apply(_FnInfo info, tuple args):
         finally:
             cg_set_grad_enabled(prev)
         if type(out) is tuple:
-            return tuple([_wrap_plain(o) for o in <tuple>out])
-        return _wrap_plain(out)
+            return tuple([_wrap_plain(o, args) for o in <tuple>out])
+        return _wrap_plain(out, args)
 
     ctx = <Node>Node.__new__(info.node_cls)
     ctx._fn = cls
@@ -848,6 +987,8 @@ cdef object _apply(_FnInfo info, tuple args):
             k += 1
         ctx._arg_pos = arg_pos
         ctx._args = args
+        if _anomaly_on:
+            _anomaly_record(ctx)
 
     cg_set_grad_enabled(False)
     try:
@@ -998,6 +1139,8 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
         if code == 2 or code == 3:
             _save(ctx, (a, b))
     cg_node_alloc_outputs(&ctx.c, 1)
+    if _anomaly_on:
+        _anomaly_record(ctx)
     t = _new_tensor(_as_array(out))
     _set_meta(&ctx.c, 0, t._data)
     if _is_float(t._data):
@@ -1018,14 +1161,44 @@ cdef inline void _set_edge(Node ctx, Py_ssize_t k, TensorBase t) except *:
         cg_node_set_edge(&ctx.c, k, &(<Node>acc).c, 0)
 
 
-cdef inline object _wrap_plain(object o):
+cdef void _view_vc(TensorBase t, tuple args) except *:
+    """Note [Views share the version counter]: an output whose array is a NumPy view of (or
+    is) an input's array shares that input's version counter, as torch's views share their
+    base's. NumPy collapses view chains (arr.base is the array that owns the memory), so one
+    pointer comparison per tensor input decides; fresh arrays (base NULL) cost one test."""
+    cdef PyObject *b = cnp.PyArray_BASE(<cnp.ndarray>t._data)
+    cdef PyObject *ab
+    cdef TensorBase src
+    arr = t._data
+    for a in args:
+        if not isinstance(a, TensorBase):
+            continue
+        src = <TensorBase>a
+        ad = src._data
+        if ad is arr:
+            t._vc = src._get_vc()
+            return
+        if b == NULL or not cnp.PyArray_Check(ad):
+            continue
+        ab = cnp.PyArray_BASE(<cnp.ndarray>ad)
+        if (ab == NULL and b == <PyObject *>ad) or (ab != NULL and ab == b):
+            t._vc = src._get_vc()
+            return
+
+
+cdef inline object _wrap_plain(object o, tuple args):
+    cdef TensorBase t
     if isinstance(o, TensorBase):
         return o
     if cnp.PyArray_CheckExact(o):
-        return _new_tensor(o)
-    if cnp.PyArray_Check(o) or isinstance(o, np.generic):
-        return _new_tensor(_as_array(o))
-    return o
+        t = _new_tensor(o)
+    elif cnp.PyArray_Check(o) or isinstance(o, np.generic):
+        t = _new_tensor(_as_array(o))
+    else:
+        return o
+    if cnp.PyArray_BASE(<cnp.ndarray>t._data) != NULL:
+        _view_vc(t, args)
+    return t
 
 
 cdef class FunctionBase:
@@ -1057,12 +1230,17 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
                 raise RuntimeError(
                     "a leaf Variable that requires grad has been used in an in-place operation.")
         elif is_input or src._grad_fn is not None or src._requires_grad:
-            t = _new_tensor(src._data)
+            if type(src) is _sparse_cls:    # sparse: an alias keeps the sparse layout
+                t = <TensorBase>_sparse_alias(src)
+            else:
+                t = _new_tensor(src._data)
             t._vc = src._get_vc()
         else:
             t = src
     elif cnp.PyArray_Check(o) or isinstance(o, np.generic):
         t = _new_tensor(_as_array(o))
+        if cnp.PyArray_BASE(<cnp.ndarray>t._data) != NULL:
+            _view_vc(t, args)
     else:
         return o        # non-tensor output: returned unchanged
     if is_graph:
@@ -1090,7 +1268,8 @@ cdef void _convert_saved_outputs(Node ctx) except *:
     lst = None
     for i in range(n):
         obj = saved[i]
-        if isinstance(obj, TensorBase) and (<TensorBase>obj)._grad_fn is ctx:
+        if (isinstance(obj, TensorBase) and (<TensorBase>obj)._grad_fn is ctx
+                and type(obj) is not _sparse_cls):     # sparse: saved as is (no _data copy)
             t = <TensorBase>obj
             so = _SavedOutput.__new__(_SavedOutput)
             so.data = t._data
@@ -1171,7 +1350,8 @@ cdef object _validate_grad(Node node, object g, Py_ssize_t pos, cg_node_t *targe
     return g
 
 
-cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, PyObject **out) except -1:
+cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned char *needed,
+                   PyObject **out) except -1:
     cdef Node node = <Node>c.self
     cdef Py_ssize_t i, n_out = c.n_outputs, e, pos, n_res
     cdef cg_node_t *target
@@ -1199,9 +1379,18 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, PyObject **out) ex
     fn = node._fn
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
-    res = fn.backward(*grads)
+    if needed != NULL:
+        # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
+        # backward sees needs_input_grad True only for the arguments whose gradient is used.
+        res = _apply_pruned(node, fn, grads, needed)
+    elif _anomaly_on:
+        res = _apply_anomaly(node, fn, grads)
+    else:
+        res = fn.backward(*grads)
     if type(res) is not tuple:
         res = (res,)
+    if _anomaly_on and _anomaly_nan:
+        _anomaly_check_nan(node, res)
     if node._post_hooks is not None:
         res = _run_post_hooks(node, res, grads[1:])
     n_res = PyTuple_GET_SIZE(res)
@@ -1223,6 +1412,33 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, PyObject **out) ex
         Py_INCREF(g)
         out[e] = <PyObject *>g
     return 0
+
+
+cdef object _apply_anomaly(Node node, object fn, tuple grads):
+    try:
+        return fn.backward(*grads)
+    except BaseException:
+        _anomaly_report(node)
+        raise
+
+
+cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char *needed):
+    cdef Py_ssize_t e, pos
+    cdef cg_node_t *c = &node.c
+    lst = [False] * node._n_args
+    arg_pos = node._arg_pos
+    for e in range(c.n_edges):
+        if needed[e]:
+            pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
+            lst[pos] = True
+    old = node._needs
+    node._needs = tuple(lst)
+    try:
+        if _anomaly_on:
+            return _apply_anomaly(node, fn, grads)
+        return fn.backward(*grads)
+    finally:
+        node._needs = old
 
 
 cdef tuple _run_pre_hooks(Node node, tuple grads):
@@ -1252,7 +1468,9 @@ cdef tuple _run_pre_hooks(Node node, tuple grads):
 
 cdef _retain_accumulate(TensorBase t, object g):
     _track(t)
-    if t._grad is None:
+    if type(g) is _sparse_cls or type(t._grad) is _sparse_cls:     # sparse:
+        t._grad = _sparse_acc(t._grad, g, False, cg_grad_enabled())
+    elif t._grad is None:
         t._grad = g.detach().clone() if not cg_grad_enabled() else g.clone()
     elif cg_grad_enabled():
         t._grad = t._grad + g
@@ -1306,7 +1524,9 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
                 _check_hook_result(fn, g, r)
                 g = r
                 owned = False
-    if var._grad is None:
+    if type(g) is _sparse_cls or type(var._grad) is _sparse_cls:     # sparse:
+        var._grad = _sparse_acc(var._grad, g, owned, create_graph)
+    elif var._grad is None:
         if not create_graph and isinstance(g, TensorBase):
             if _stealable(<PyObject *>g, owned):
                 var._grad = g

@@ -42,6 +42,8 @@ cdef extern from "cg_graph.h":
     uint64_t cg_next_seq() noexcept
     int cg_grad_enabled() noexcept
     void cg_set_grad_enabled(int enabled) noexcept
+    int cg_saved_hooks_depth() noexcept
+    void cg_set_saved_hooks_depth(int depth) noexcept
 
 cdef extern from "cg_engine.h":
     ctypedef struct cg_buf_t:
@@ -50,7 +52,8 @@ cdef extern from "cg_engine.h":
 
     ctypedef struct cg_callbacks_t:
         void *ctx
-        int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, PyObject **out) except -1
+        int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, const unsigned char *needed,
+                     PyObject **out) except -1
         int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned) except -1
         PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned) except NULL
         int (*release)(void *ctx, cg_node_t *node) except -1

@@ -13,6 +13,22 @@ from cgrad import ops as _ops
 from cgrad._tensor_str import format_tensor
 from cgrad.ops.shape import index as _index
 from cgrad.ops.shape import reshape as _reshape
+from cgrad.ops import inplace as _inplace
+
+_IADD = _inplace.ufunc_inplace(np.add)
+_ISUB = _inplace.ufunc_inplace(np.subtract)
+_IMUL = _inplace.ufunc_inplace(np.multiply)
+_IDIV = _inplace.ufunc_inplace(np.true_divide)
+_IPOW = _inplace.ufunc_inplace(np.power)
+
+
+def _float_only(ufunc, name):
+    def fn(a):
+        if a.dtype.kind not in "fc":
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{_inplace.torch_type_name(a.dtype)}")
+        ufunc(a, out=a)
+    return fn
 
 _wrap = _C._wrap
 _Scalar = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
@@ -302,60 +318,113 @@ class Tensor(_C.TensorBase):
     def __getitem__(self, idx):
         return _index(self, idx)
 
-    # -- in place (no history; see _check_inplace) -------------------------------------
+    # -- in place (recorded and rebased when autograd needs it; see ops/inplace.py) -------
     def _check_inplace(self):
-        if self._requires_grad_now():
-            if self.is_leaf:
-                raise RuntimeError(
-                    "a leaf Variable that requires grad is being used in an in-place operation.")
-            raise NotImplementedError(
-                "in-place operations on tensors that have a grad_fn are not supported yet")
+        _inplace.check_leaf(self)
 
     def _requires_grad_now(self):
         return self.requires_grad and _C.is_grad_enabled()
 
-    def _inplace(self, fn, other=None):
-        self._check_inplace()
-        if isinstance(other, _C.TensorBase):
-            other = other._data
-        fn(self._data, other)
-        self._bump_version()
-        return self
-
-    def add_(self, other, alpha=1):
+    def add_(self, other, *, alpha=1):
         if alpha != 1:
             other = other * alpha
-        return self._inplace(lambda a, b: np.add(a, b, out=a, casting="unsafe"), other)
+        return _inplace.apply_inplace(self, _IADD, (other,), lambda s: s + other, False)
 
-    def sub_(self, other, alpha=1):
+    def sub_(self, other, *, alpha=1):
         if alpha != 1:
             other = other * alpha
-        return self._inplace(lambda a, b: np.subtract(a, b, out=a, casting="unsafe"), other)
+        return _inplace.apply_inplace(self, _ISUB, (other,), lambda s: s - other, False)
 
     def mul_(self, other):
-        return self._inplace(lambda a, b: np.multiply(a, b, out=a, casting="unsafe"), other)
+        return _inplace.apply_inplace(self, _IMUL, (other,), lambda s: s * other,
+                                      isinstance(other, _C.TensorBase))
 
-    def div_(self, other):
-        return self._inplace(lambda a, b: np.true_divide(a, b, out=a, casting="unsafe"), other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is not None:
+            return _inplace.apply_inplace(
+                self, None, (other,), lambda s: s.div(other, rounding_mode=rounding_mode),
+                True) if _inplace.needs_record(self, other) else self.copy_(
+                    self.div(other, rounding_mode=rounding_mode))
+        return _inplace.apply_inplace(self, _IDIV, (other,), lambda s: s / other,
+                                      isinstance(other, _C.TensorBase))
+
+    def pow_(self, exponent):
+        return _inplace.apply_inplace(self, _IPOW, (exponent,), lambda s: s ** exponent, True)
+
+    def neg_(self):
+        return _inplace.apply_inplace(self, lambda a: np.negative(a, out=a), (),
+                                      lambda s: -s, False)
+
+    def exp_(self):
+        return _inplace.apply_inplace(self, _float_only(np.exp, "exp_"), (),
+                                      lambda s: s.exp(), False)
 
     def zero_(self):
-        return self._inplace(lambda a, b: a.fill(0))
+        return _inplace.apply_inplace(self, lambda a: a.fill(0), (),
+                                      lambda s: _inplace.Zero.apply(s), False)
 
     def fill_(self, value):
-        return self._inplace(lambda a, b: a.fill(b), value)
+        if isinstance(value, _C.TensorBase):
+            if value.ndim != 0:
+                raise RuntimeError(
+                    "fill_ only supports 0-dimension value tensor but got tensor with "
+                    f"{value.ndim} dimensions.")
+            return _inplace.apply_inplace(
+                self, lambda a, v: a.fill(v), (value,),
+                lambda s: _inplace.FillTensor.apply(s, value), False)
+        return _inplace.apply_inplace(self, lambda a, v: a.fill(v), (value,),
+                                      lambda s: _inplace.Fill.apply(s, value), False)
 
-    def copy_(self, src):
-        return self._inplace(lambda a, b: np.copyto(a, b, casting="unsafe"), src)
+    def copy_(self, src, non_blocking=False):
+        if not isinstance(src, _C.TensorBase):
+            src = _wrap(np.asarray(src))
+        try:
+            np.broadcast_to(src._data, self._data.shape)
+        except ValueError:
+            raise RuntimeError(
+                f"The size of tensor a ({self._data.shape[-1] if self.ndim else 1}) must "
+                f"match the size of tensor b ({src._data.shape[-1] if src.ndim else 1}) at "
+                "non-singleton dimension") from None
+        return _inplace.apply_inplace(
+            self, lambda a, b: np.copyto(a, b, casting="unsafe"), (src,),
+            lambda s: _inplace.Copy.apply(s, src), False)
+
+    def masked_fill_(self, mask, value):
+        import cgrad
+        return _inplace.apply_inplace(
+            self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
+                                            casting="unsafe"),
+            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False)
+
+    def __setitem__(self, idx, value):
+        _inplace.setitem(self, idx, value)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
 
     def uniform_(self, a=0.0, b=1.0):
         from cgrad._creation import _rng
-        return self._inplace(
-            lambda x, _: np.copyto(x, _rng().uniform(a, b, size=x.shape), casting="unsafe"))
+        _inplace.check_leaf(self)
+        np.copyto(self._data, _rng().uniform(a, b, size=self._data.shape), casting="unsafe")
+        self._bump_version()
+        return self
 
     def normal_(self, mean=0.0, std=1.0):
         from cgrad._creation import _rng
-        return self._inplace(
-            lambda x, _: np.copyto(x, _rng().normal(mean, std, size=x.shape), casting="unsafe"))
+        _inplace.check_leaf(self)
+        np.copyto(self._data, _rng().normal(mean, std, size=self._data.shape),
+                  casting="unsafe")
+        self._bump_version()
+        return self
 
     # -- comparisons (no gradient) -----------------------------------------------------
     def _cmp(self, other, fn):

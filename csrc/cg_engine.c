@@ -363,7 +363,8 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
 
 static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targets,
                     const Py_ssize_t *target_nrs, Py_ssize_t n_targets, PyObject **captured,
-                    int keep_graph, const cg_callbacks_t *cb, PyObject **scratch)
+                    int keep_graph, const cg_callbacks_t *cb, PyObject **scratch,
+                    unsigned char *needed)
 {
     cg_slot_t *s = &run->slots[idx];
     cg_node_t *node = s->node;
@@ -390,8 +391,12 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
     Py_ssize_t ne = node->n_edges;
     for (Py_ssize_t e = 0; e < ne; e++) {
         scratch[e] = NULL;
+        if (pruned) {
+            cg_node_t *t = node->edges[e].node;
+            needed[e] = (unsigned char)(t != NULL && run->slots[map_get(run, t)].on_path);
+        }
     }
-    if (cb->apply(cb->ctx, node, &run->bufs[off], scratch) < 0) {
+    if (cb->apply(cb->ctx, node, &run->bufs[off], pruned ? needed : NULL, scratch) < 0) {
         return -1;
     }
     /* The node's inputs are consumed: drop them before its outputs are delivered. */
@@ -436,6 +441,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     cg_run_t run;
     memset(&run, 0, sizeof(run));
     PyObject **scratch = NULL;
+    unsigned char *needed = NULL;
     Py_ssize_t n_scratch = 0;
     int pruned = n_targets > 0;
     for (Py_ssize_t t = 0; t < n_targets; t++) {
@@ -466,22 +472,25 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
         }
     }
     scratch = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)(n_scratch ? n_scratch : 1));
-    if (scratch == NULL) {
+    needed = (unsigned char *)PyMem_Malloc((size_t)(n_scratch ? n_scratch : 1));
+    if (scratch == NULL || needed == NULL) {
         PyErr_NoMemory();
         goto error;
     }
     while (run.n_heap > 0) {
         Py_ssize_t idx = heap_pop(&run);
         if (run_node(&run, idx, pruned, targets, target_nrs, n_targets, captured, keep_graph,
-                     cb, scratch) < 0) {
+                     cb, scratch, needed) < 0) {
             goto error;
         }
     }
     PyMem_Free(scratch);
+    PyMem_Free(needed);
     run_free(&run);
     return 0;
 error:
     PyMem_Free(scratch);
+    PyMem_Free(needed);
     for (Py_ssize_t t = 0; t < n_targets; t++) {
         Py_CLEAR(captured[t]);
     }

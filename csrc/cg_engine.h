@@ -27,9 +27,12 @@ typedef struct {
     void *ctx;
     /* Run a function node's backward. bufs[0 .. node->n_outputs) are BORROWED (g may be
      * NULL: no gradient arrived). Must write node->n_edges NEW references or NULLs into
-     * out[]; the engine owns them afterwards. Returns 0, or -1 with an exception set (out
-     * must then hold only NULLs). */
-    int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, PyObject **out);
+     * out[]; the engine owns them afterwards. `needed` is NULL in a full run; in a pruned
+     * run needed[e] says whether edge e leads to a target (gradients sent along other edges
+     * are dropped, so the backward may skip them: exact needs_input_grad). Returns 0, or -1
+     * with an exception set (out must then hold only NULLs). */
+    int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, const unsigned char *needed,
+                 PyObject **out);
     /* Accumulate a gradient into the leaf of an AccumulateGrad node. `grad` is BORROWED;
      * `owned` says whether the engine allocated it (then it may be stolen). 0 / -1. */
     int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned);

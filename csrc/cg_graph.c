@@ -12,6 +12,12 @@ int cg_grad_enabled(void) { return !cg_grad_mode_off; }
 
 void cg_set_grad_enabled(int enabled) { cg_grad_mode_off = !enabled; }
 
+static CG_THREAD_LOCAL int cg_hooks_depth = 0;
+
+int cg_saved_hooks_depth(void) { return cg_hooks_depth; }
+
+void cg_set_saved_hooks_depth(int depth) { cg_hooks_depth = depth; }
+
 void cg_node_init(cg_node_t *node, PyObject *self, int kind, uint64_t seq_nr)
 {
     node->self = self;

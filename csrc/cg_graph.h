@@ -83,4 +83,9 @@ uint64_t cg_next_seq(void);
 int cg_grad_enabled(void);
 void cg_set_grad_enabled(int enabled);
 
+/* Thread-local count of active saved-tensor hook contexts (torch's default hooks are
+ * thread-local): 0 means save_for_backward stores tensors directly, with no Python call. */
+int cg_saved_hooks_depth(void);
+void cg_set_saved_hooks_depth(int depth);
+
 #endif /* CGRAD_CG_GRAPH_H */

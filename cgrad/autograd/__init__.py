@@ -6,13 +6,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from cgrad import _C
-from cgrad.autograd import function, grad_mode
+from cgrad.autograd import function, grad_mode, graph, anomaly_mode
+from cgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
+                                         is_anomaly_enabled, set_detect_anomaly)
 from cgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "inference_mode", "once_differentiable"]
+           "set_grad_enabled", "is_grad_enabled", "inference_mode", "once_differentiable",
+           "detect_anomaly", "set_detect_anomaly", "graph"]
 
 
 def _tensors(x, what):
@@ -159,3 +162,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if keys is not None:
         return dict(zip(keys, result))
     return tuple(result)
+

@@ -92,14 +92,52 @@ class Function(_C.FunctionBase):
     vjp = backward
 
 
+class _DelayedError(Function):
+    """Identity in forward; its backward raises (torch's DelayedError node)."""
+
+    @staticmethod
+    def forward(ctx, msg, n_out, *args):
+        ctx._msg = msg
+        return tuple(a.detach() for a in args[len(args) - n_out:])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx._msg)
+
+
+_ONCE_MSG = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
 def once_differentiable(fn):
-    """Run backward under no_grad (a second differentiation is not supported)."""
+    """Decorator for a Function's backward that is not itself differentiable.
+
+    backward runs under no_grad; when the caller asked for a graph (create_graph=True) and a
+    gradient it received requires grad, the results are attached to a node whose backward
+    raises ``RuntimeError: trying to differentiate twice a function that was marked with
+    @once_differentiable`` (torch's behaviour)."""
     import functools
 
+    from cgrad import _C
     from cgrad.autograd.grad_mode import no_grad
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled():
+            return outputs
+        inputs = [a for a in args if isinstance(a, _C.TensorBase) and a.requires_grad]
+        if not inputs:
+            return outputs
+        tup = outputs if isinstance(outputs, tuple) else (outputs,)
+        idx = [i for i, o in enumerate(tup) if isinstance(o, _C.TensorBase)]
+        if not idx:
+            return outputs
+        delayed = _DelayedError.apply(_ONCE_MSG, len(idx), *inputs, *[tup[i] for i in idx])
+        if not isinstance(delayed, tuple):
+            delayed = (delayed,)
+        res = list(tup)
+        for k, i in enumerate(idx):
+            res[i] = delayed[k]
+        return tuple(res) if isinstance(outputs, tuple) else res[0]
     return wrapper

@@ -966,15 +966,15 @@ isposinf = _bool_fn(np.isposinf, "isposinf")
 isneginf = _bool_fn(np.isneginf, "isneginf")
 
 
-def _inplace_method(fn):
-    """Tensor.<op>_ for tensors that are not recorded by autograd (e.g. under no_grad)."""
+def _inplace_method(fn, saves_self=True):
+    """Tensor.<op>_: recorded and rebased when autograd needs it (cgrad/ops/inplace.py)."""
+    from cgrad.ops import inplace as _inplace
+
     def method(self, *args, **kwargs):
-        self._check_inplace()
+        if _inplace.needs_record(self, *args, *kwargs.values()):
+            return _inplace.record(self, lambda src: fn(src, *args, **kwargs), saves_self)
         out = fn(self, *args, **kwargs)
-        if out._data.dtype != self._data.dtype and not np.can_cast(
-                out._data.dtype, self._data.dtype, "same_kind"):
-            raise RuntimeError(f"result type {torch_type_name(out._data.dtype)} can't be cast "
-                               f"to the desired output type {torch_type_name(self._data.dtype)}")
+        _inplace.check_cast(self, out._data.dtype)
         np.copyto(self._data, out._data, casting="unsafe")
         self._bump_version()
         return self

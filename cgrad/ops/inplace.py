@@ -1,0 +1,302 @@
+"""In-place operations with autograd history (torch semantics).
+
+An in-place op on a tensor that takes part in autograd (it requires grad, or an argument
+does, under grad mode) is recorded as the out-of-place op and the tensor's history is rebased
+onto it, as torch does (`a = x * 1; a.mul_(y)` leaves `a.grad_fn` a MulBackward0 whose
+gradients are those of the out-of-place product). See Note [In-place rebase].
+
+Note [In-place rebase]
+~~~~~~~~~~~~~~~~~~~~~~
+``_record(self, compute, saves_self)``:
+
+1. ``src`` is a second Tensor object with ``self``'s history (same grad_fn and output_nr), so
+   the recorded node's edge points to where ``self`` came from. When the op's backward needs
+   the value of ``self`` before the modification (``saves_self``: mul, div, pow, clamp...),
+   ``src`` holds a copy of the data (torch saves ``original_self`` the same way); otherwise it
+   shares the data and nothing is copied.
+2. ``out = compute(src)`` records the out-of-place node.
+3. ``out``'s values are written into ``self``'s storage (views of it see them), the version
+   counter is bumped (earlier saves of ``self`` now fail the version check, with torch's
+   message) and ``self`` is rebased onto ``out``'s node.
+
+What is not done: an in-place op on a *view* of a tensor that requires grad (torch rebases the
+base through a CopySlices node) raises NotImplementedError instead of silently leaving the
+base's history stale; ``x.clone()`` first, or modify the base. ``__setitem__`` on the tensor
+itself (``h[mask] = 0``, ``x[1:3] = y``) is supported: that is the common case.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cgrad import _C
+from cgrad._C import _wrap
+from cgrad.autograd.function import Function
+
+# node names of torch's view ops: an in-place op on their output would need CopySlices
+_VIEW_NODES = frozenset({
+    "ViewBackward0", "ReshapeAliasBackward0", "SelectBackward0", "SliceBackward0",
+    "UnsqueezeBackward0", "AliasBackward0", "ExpandBackward0", "TransposeBackward0",
+    "TBackward0", "PermuteBackward0", "SqueezeBackward0", "SqueezeBackward1",
+    "SqueezeBackward2", "SqueezeBackward4", "NarrowBackward0", "SplitBackward0",
+    "SplitWithSizesBackward0", "UnbindBackward0", "AsStridedBackward0",
+    "UnflattenBackward0", "DiagonalBackward0", "UnfoldBackward0", "ViewAsRealBackward0",
+    "MovedimBackward0", "ChunkBackward0", "UnsafeSplitBackward0", "TransposeBackward1",
+})
+
+_LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def torch_type_name(dt):
+    from cgrad.ops.binary import torch_type_name as f
+    return f(dt)
+
+
+def needs_record(self, *others):
+    """True if an in-place op on self with these operands must be recorded by autograd."""
+    if not _C.is_grad_enabled():
+        return False
+    if self.requires_grad:
+        return True
+    for o in others:
+        if isinstance(o, _C.TensorBase) and o.requires_grad:
+            return True
+    return False
+
+
+def check_leaf(self):
+    if self.requires_grad and self.grad_fn is None and _C.is_grad_enabled():
+        raise RuntimeError(_LEAF_MSG)
+
+
+def check_cast(self, out_dtype):
+    dt = self._data.dtype
+    if out_dtype != dt and not np.can_cast(out_dtype, dt, "same_kind"):
+        raise RuntimeError(f"result type {torch_type_name(out_dtype)} can't be cast to the "
+                           f"desired output type {torch_type_name(dt)}")
+
+
+def _check_view(self):
+    gf = self.grad_fn
+    if gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None:
+        raise NotImplementedError(
+            f"in-place operation on a view ({type(gf).__name__}) of a tensor that requires "
+            "grad is not supported by cgrad yet (torch rebases the base with CopySlices); "
+            "call .clone() on the view first, or modify the base tensor")
+
+
+def record(self, compute, saves_self):
+    """Run compute(src) out of place with autograd and rebase self onto its result.
+
+    See Note [In-place rebase]."""
+    check_leaf(self)
+    _check_view(self)
+    data = self._data
+    src = _wrap(data.copy() if saves_self else data)
+    if self.grad_fn is not None or self.requires_grad:
+        src._set_grad_fn(self.grad_fn, self.output_nr)
+    out = compute(src)
+    od = out._data
+    if od.shape != data.shape:
+        raise RuntimeError(
+            f"output with shape {list(data.shape)} doesn't match the broadcast shape "
+            f"{list(od.shape)}")
+    check_cast(self, od.dtype)
+    if od is not data:
+        np.copyto(data, od, casting="unsafe")
+    self._bump_version()
+    if out.grad_fn is not None:
+        self._set_grad_fn(out.grad_fn, out.output_nr)
+    return self
+
+
+def apply_inplace(self, fn, others, compute, saves_self):
+    """An in-place op: `fn(arr, *raw_others)` writes into arr when nothing is recorded,
+    `compute(src)` builds the out-of-place result when autograd records it."""
+    if needs_record(self, *others):
+        return record(self, compute, saves_self)
+    raw = [o._data if isinstance(o, _C.TensorBase) else o for o in others]
+    fn(self._data, *raw)
+    self._bump_version()
+    return self
+
+
+def ufunc_inplace(ufunc):
+    """fn(arr, other) for apply_inplace: ufunc(arr, other, out=arr) with torch's cast rule."""
+    def fn(a, b):
+        try:
+            ufunc(a, b, out=a, casting="same_kind")
+        except TypeError:
+            out_dt = np.result_type(a, b)
+            if a.dtype.kind in "iub" and out_dt.kind == "f" and np.ndim(b) == 0:
+                raise RuntimeError(f"result type Float can't be cast to the desired output "
+                                   f"type {torch_type_name(a.dtype)}") from None
+            raise RuntimeError(f"result type {torch_type_name(out_dt)} can't be cast to the "
+                               f"desired output type {torch_type_name(a.dtype)}") from None
+        except ValueError as e:
+            raise RuntimeError(
+                f"output with shape {list(a.shape)} doesn't match the broadcast shape "
+                f"{list(np.broadcast_shapes(a.shape, np.shape(b)))}") from e
+    return fn
+
+
+# ------------------------------------------------------------------------------------------
+# Functions that only exist for in-place forms
+# ------------------------------------------------------------------------------------------
+class Zero(Function):
+    """zero_: the result does not depend on self."""
+    _node_name = "ZeroBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.zeros_like(a._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros(g)
+
+
+def _zeros(g):
+    return _wrap(np.zeros_like(g._data))
+
+
+class Fill(Function):
+    """fill_(number): the result does not depend on self."""
+    _node_name = "FillBackward2"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return np.full_like(a._data, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros(g), None
+
+
+class FillTensor(Function):
+    """fill_(0-d tensor): gradient to the value is the sum of g."""
+    _node_name = "FillBackward3"
+
+    @staticmethod
+    def forward(ctx, a, value):
+        return np.full_like(a._data, value._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros(g), g.sum()
+
+
+class Copy(Function):
+    """copy_(src): gradient to self is 0, to src the gradient (cast and summed to its shape)."""
+    _node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, a, src):
+        out = np.empty_like(a._data)
+        np.copyto(out, src._data, casting="unsafe")
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros(g), g
+
+
+def _np_index(idx):
+    """An index for NumPy: Tensors become arrays (int64/bool), lists stay advanced indices."""
+    if isinstance(idx, tuple):
+        return tuple(_np_index(i) for i in idx)
+    if isinstance(idx, _C.TensorBase):
+        return idx._data
+    return idx
+
+
+def _is_basic(idx):
+    items = idx if isinstance(idx, tuple) else (idx,)
+    for i in items:
+        if not (i is None or i is Ellipsis or isinstance(i, slice)
+                or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)))):
+            return False
+    return True
+
+
+class _ZeroAt(Function):
+    """g with g[idx] = 0 (the gradient of index_put w.r.t. self); self-adjoint."""
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx):
+        if ctx is not None:
+            ctx._aux = idx
+        out = g._data.copy()
+        out[idx] = 0
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return _ZeroAt.apply(gg, ctx._aux), None
+
+
+class IndexPut(Function):
+    """self[idx] = value, out of place: (self, value) -> copy of self with idx set.
+
+    d/dself = g with zeros at idx; d/dvalue = g[idx] (summed to value's shape)."""
+    _node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, a, idx, value):
+        arr = a._data
+        v = value._data if isinstance(value, _C.TensorBase) else value
+        out = arr.copy()
+        try:
+            out[idx] = v
+        except ValueError as e:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} "
+                               f"cannot be broadcast to indexing result") from e
+        if ctx is not None:
+            ctx._aux = (idx, np.shape(v))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, vshape = ctx._aux
+        ga = _ZeroAt.apply(g, idx) if ctx.needs_input_grad[0] else None
+        gv = None
+        if ctx.needs_input_grad[2]:
+            gv = g[idx]
+            if tuple(gv.shape) != tuple(vshape):
+                # value broadcast to the indexed region: sum over the broadcast dimensions
+                from cgrad.ops.reduce import sum_to
+                lead = gv.ndim - len(vshape)
+                if lead < 0:
+                    gv = gv.reshape(vshape)
+                else:
+                    gv = sum_to(gv, tuple(vshape))
+        return ga, None, gv
+
+
+class CopySlices(IndexPut):
+    _node_name = "CopySlices"
+
+
+def setitem(self, idx, value):
+    """Tensor.__setitem__ with torch semantics (in place, recorded when autograd needs it)."""
+    from cgrad.tensor import Tensor
+    nidx = _np_index(idx)
+    if isinstance(value, (list, tuple)):
+        from cgrad._creation import tensor
+        value = tensor(value, dtype=self.dtype)
+    elif isinstance(value, np.ndarray):
+        value = _wrap(value)
+    if needs_record(self, value):
+        cls = CopySlices if _is_basic(idx) else IndexPut
+        if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
+            value = value.to(self.dtype)
+        return record(self, lambda src: cls.apply(src, nidx, value), saves_self=False)
+    v = value._data if isinstance(value, _C.TensorBase) else value
+    try:
+        self._data[nidx] = v
+    except ValueError as e:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot "
+                           f"be broadcast to indexing result of shape "
+                           f"{list(self._data[nidx].shape)}") from e
+    self._bump_version()
+    return self

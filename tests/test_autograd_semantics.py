@@ -1,0 +1,604 @@
+"""torch.autograd semantics beyond the core (issue 6): in-place ops and version counters,
+hooks, once_differentiable, anomaly mode, saved-tensor hooks, exact needs_input_grad.
+
+Each behaviour is checked against torch when it is installed (same code, module swapped) and
+on its own otherwise.
+"""
+from __future__ import annotations
+
+import gc
+import threading
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import cgrad
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+MODULES = [cgrad] + ([torch] if torch is not None else [])
+both = pytest.mark.parametrize("m", MODULES, ids=lambda m: m.__name__)
+
+
+def arr(t):
+    return np.asarray(t.detach().numpy())
+
+
+def name(node):
+    return type(node).__name__
+
+
+# ------------------------------------------------------------------------------------------
+# in-place ops on tensors with history
+# ------------------------------------------------------------------------------------------
+INPLACE = [
+    ("add_", lambda a, y: a.add_(y), "AddBackward0"),
+    ("add_alpha", lambda a, y: a.add_(y, alpha=2.0), "AddBackward0"),
+    ("sub_", lambda a, y: a.sub_(y), "SubBackward0"),
+    ("mul_", lambda a, y: a.mul_(y), "MulBackward0"),
+    ("div_", lambda a, y: a.div_(y), "DivBackward0"),
+    ("mul_scalar", lambda a, y: a.mul_(3.0), "MulBackward0"),
+    ("pow_", lambda a, y: a.pow_(2), "PowBackward0"),
+    ("neg_", lambda a, y: a.neg_(), "NegBackward0"),
+    ("exp_", lambda a, y: a.exp_(), "ExpBackward0"),
+    ("clamp_", lambda a, y: a.clamp_(0.5, 1.5), "ClampBackward1"),
+    ("zero_", lambda a, y: a.zero_(), "ZeroBackward0"),
+    ("fill_", lambda a, y: a.fill_(2.0), "FillBackward2"),
+    ("fill_tensor", lambda a, y: a.fill_(y[0]), "FillBackward3"),
+    ("copy_", lambda a, y: a.copy_(y), "CopyBackwards"),
+    ("masked_fill_", lambda a, y: a.masked_fill_(a > 1.0, 0.0), "MaskedFillBackward0"),
+    ("iadd", lambda a, y: a.__iadd__(y), "AddBackward0"),
+    ("imul", lambda a, y: a.__imul__(y), "MulBackward0"),
+    ("isub", lambda a, y: a.__isub__(y), "SubBackward0"),
+    ("itruediv", lambda a, y: a.__itruediv__(y), "DivBackward0"),
+    ("setitem_basic", lambda a, y: a.__setitem__(slice(0, 2), y[1:3] * 2), "CopySlices"),
+    ("setitem_int", lambda a, y: a.__setitem__(1, 5.0), "CopySlices"),
+    ("setitem_mask", lambda a, y: a.__setitem__(a > 1.0, 0.0), "IndexPutBackward0"),
+    ("setitem_adv", lambda a, y: a.__setitem__([0, 3], y[:2]), "IndexPutBackward0"),
+]
+
+
+@pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
+def test_inplace_on_nonleaf_matches_torch(case):
+    tr = pytest.importorskip("torch")
+    _, op, node = case
+    res = []
+    for m in (cgrad, tr):
+        x = m.tensor([0.3, 1.2, 0.8, 1.7], dtype=m.float64, requires_grad=True)
+        y = m.tensor([1.5, -0.5, 2.0, 0.7], dtype=m.float64, requires_grad=True)
+        a = x * 1.0
+        v0 = a._version
+        r = op(a, y)
+        assert r is a or r is None          # __setitem__ returns None
+        assert a._version > v0
+        assert name(a.grad_fn) == node
+        (a * m.arange(1, 5, dtype=m.float64)).sum().backward()
+        res.append((arr(a), arr(x.grad), None if y.grad is None else arr(y.grad)))
+    (ac, gxc, gyc), (at, gxt, gyt) = res
+    np.testing.assert_allclose(ac, at, rtol=1e-12)
+    np.testing.assert_allclose(gxc, gxt, rtol=1e-12)
+    if gyt is None:
+        assert gyc is None or not np.any(gyc)
+    else:
+        np.testing.assert_allclose(gyc, gyt, rtol=1e-12)
+
+
+def test_inplace_chain_gradients_are_correct():
+    x = cgrad.tensor([0.3, 1.2], dtype=cgrad.float64, requires_grad=True)
+    y = cgrad.tensor([1.5, -0.5], dtype=cgrad.float64, requires_grad=True)
+    a = x * 1.0
+    a.mul_(y)
+    a.add_(x)
+    a.pow_(2)
+    a.sum().backward()
+    xv, yv = x.detach().numpy(), y.detach().numpy()
+    inner = xv * yv + xv
+    np.testing.assert_allclose(x.grad.numpy(), 2 * inner * (yv + 1))
+    np.testing.assert_allclose(y.grad.numpy(), 2 * inner * xv)
+
+
+def test_inplace_with_grad_arg_makes_plain_tensor_nonleaf():
+    y = cgrad.tensor([1.0, 2.0], requires_grad=True)
+    a = cgrad.zeros(2)
+    a.add_(y * 3)
+    assert a.requires_grad and not a.is_leaf
+    a.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [3.0, 3.0])
+
+
+@both
+def test_leaf_inplace_raises_under_grad_and_is_allowed_under_no_grad(m):
+    p = m.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                           "in an in-place operation"):
+        p.add_(1.0)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        p[0] = 3.0
+    with m.no_grad():
+        p.add_(1.0)
+        p.mul_(2.0)
+        p[0] = 7.0
+    assert p.is_leaf and p.requires_grad
+    np.testing.assert_array_equal(arr(p), [7.0, 6.0])
+    assert p._version == 3
+
+
+@both
+def test_saved_tensor_modified_in_place_raises(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 1
+    b = a * a           # saves a
+    a.add_(1)
+    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient "
+                                           r"computation has been modified by an inplace "
+                                           r"operation: .* is at version 1; expected version "
+                                           r"0 instead"):
+        b.sum().backward()
+
+
+@both
+def test_saved_output_modified_in_place_raises(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    b = x.exp()          # saves its output
+    with m.no_grad():
+        b.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+
+
+@both
+def test_views_share_the_version_counter(m):
+    x = m.tensor([[1.0, 2.0], [3.0, 4.0]])
+    v = x[0]
+    w = x.view(4)
+    d = x.detach()
+    x.add_(1)
+    assert v._version == w._version == d._version == x._version == 1
+    v.mul_(2)
+    assert x._version == 2
+    np.testing.assert_array_equal(arr(x), [[4.0, 6.0], [4.0, 5.0]])
+
+
+def test_saved_view_modified_through_base_raises():
+    x = cgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = cgrad.tensor([1.0, 2.0, 3.0])
+    v = base[1:]
+    y = (x[1:] * v).sum()       # saves v
+    base.add_(1)                # bumps the shared counter
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_inplace_on_view_of_grad_tensor_is_refused_clearly():
+    x = cgrad.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 1
+    with pytest.raises(NotImplementedError, match="view"):
+        a[0:1].mul_(2)
+
+
+@both
+def test_inplace_dtype_rule(m):
+    i = m.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        i.add_(1.5)
+    i.add_(2)
+    assert arr(i).tolist() == [3, 4]
+
+
+@both
+def test_setitem_plain(m):
+    x = m.zeros(3, 4)
+    x[1] = 1.0
+    x[:, 2] = m.tensor([5.0, 6.0, 7.0])
+    x[x > 5.5] = -1.0
+    x[[0, 2], [0, 0]] = m.tensor([8.0, 9.0])
+    assert x._version == 4
+    return arr(x)
+
+
+def test_setitem_plain_matches_torch():
+    pytest.importorskip("torch")
+    np.testing.assert_array_equal(test_setitem_plain(cgrad), test_setitem_plain(torch))
+
+
+@both
+def test_mark_dirty_returns_input_with_rebased_history(m):
+    class Double(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = m.tensor([1.0, 3.0], requires_grad=True)
+    a = x * 1
+    y = Double.apply(a)
+    assert y is a
+    assert "Double" in name(a.grad_fn)
+    assert a._version == 2          # mul_ and mark_dirty each bump it, as in torch
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])
+
+
+# ------------------------------------------------------------------------------------------
+# hooks
+# ------------------------------------------------------------------------------------------
+@both
+def test_tensor_hook_order_and_retain_grad_last(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    calls = []
+    y.retain_grad()                          # registered first, must still run last
+    y.register_hook(lambda g: calls.append("h1") or g * 10)
+    y.register_hook(lambda g: calls.append("h2") or None)
+    y.sum().backward()
+    assert calls == ["h1", "h2"]
+    np.testing.assert_array_equal(arr(y.grad), [10.0, 10.0])
+    np.testing.assert_array_equal(arr(x.grad), [20.0, 20.0])
+
+
+@both
+def test_leaf_hook_runs_before_accumulation_and_post_accumulate_hook(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: g * 3)
+    x.register_post_accumulate_grad_hook(lambda p: seen.append(arr(p.grad).copy()))
+    (x * 2).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [6.0, 6.0])
+    np.testing.assert_array_equal(seen[0], [6.0, 6.0])
+
+
+@both
+def test_handle_remove(m):
+    x = m.tensor([1.0], requires_grad=True)
+    y = x * 2
+    h = y.register_hook(lambda g: g * 100)
+    h.remove()
+    y.backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0])
+
+
+@both
+def test_node_hooks(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    seen = {}
+
+    def pre(grad_outputs):
+        seen["pre"] = arr(grad_outputs[0]).copy()
+        return (grad_outputs[0] * 3,)
+
+    def post(grad_inputs, grad_outputs):
+        seen["post"] = arr(grad_inputs[0]).copy()
+
+    h1 = y.grad_fn.register_prehook(pre)
+    h2 = y.grad_fn.register_hook(post)
+    y.sum().backward()
+    np.testing.assert_array_equal(seen["pre"], [1.0, 1.0])
+    np.testing.assert_array_equal(seen["post"], [6.0, 6.0])
+    np.testing.assert_array_equal(arr(x.grad), [6.0, 6.0])
+    h1.remove()
+    h2.remove()
+
+
+@both
+def test_hook_errors(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't "
+                                           "require gradient"):
+        m.tensor([1.0]).register_hook(lambda g: g)
+    y = x * 2
+    y.register_hook(lambda g: g.sum())
+    with pytest.raises(RuntimeError, match="hook .* has changed the size of value"):
+        y.sum().backward()
+
+
+@both
+def test_nonleaf_grad_access_warns(m):
+    x = m.tensor([1.0], requires_grad=True)
+    y = x * 2
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert y.grad is None
+
+
+# ------------------------------------------------------------------------------------------
+# once_differentiable
+# ------------------------------------------------------------------------------------------
+def _once_fn(m):
+    from importlib import import_module
+    once = import_module(m.__name__ + ".autograd.function").once_differentiable
+
+    class Sq(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            assert not m.is_grad_enabled()
+            return 2 * x * g
+    return Sq
+
+
+@both
+def test_once_differentiable_first_order_and_error_on_second(m):
+    Sq = _once_fn(m)
+    x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+    y = Sq.apply(x)
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 4.0])
+    g, = m.autograd.grad((Sq.apply(x) ** 2).sum(), x, create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that "
+                                           "was marked with @once_differentiable"):
+        g.sum().backward()
+
+
+# ------------------------------------------------------------------------------------------
+# anomaly mode
+# ------------------------------------------------------------------------------------------
+def _nan_fn(m):
+    class Bad(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+    return Bad
+
+
+@both
+def test_detect_anomaly_nan(m):
+    Bad = _nan_fn(m)
+    x = m.tensor([1.0], requires_grad=True)
+    Bad.apply(x).sum().backward()             # no check outside anomaly mode
+    assert np.isnan(arr(x.grad)).all()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        ctxm = m.autograd.detect_anomaly()
+    with ctxm:
+        assert m.is_anomaly_enabled() if hasattr(m, "is_anomaly_enabled") else True
+        y = Bad.apply(x).sum()
+        with pytest.raises(RuntimeError, match="Function 'BadBackward' returned nan values "
+                                               "in its 0th output."), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y.backward()
+    assert not m.autograd.anomaly_mode.is_anomaly_enabled() if m is cgrad else True
+
+
+@both
+def test_set_detect_anomaly_check_nan_false(m):
+    Bad = _nan_fn(m)
+    x = m.tensor([1.0], requires_grad=True)
+    with m.autograd.set_detect_anomaly(True, check_nan=False):
+        Bad.apply(x).sum().backward()
+    assert np.isnan(arr(x.grad)).all()
+
+
+def test_detect_anomaly_shows_forward_traceback():
+    class Fails(cgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    x = cgrad.tensor([1.0], requires_grad=True)
+
+    def make_the_node():
+        return Fails.apply(x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anomaly = cgrad.autograd.detect_anomaly()
+    with anomaly:
+        y = make_the_node()
+        with pytest.warns(UserWarning, match="Error detected in FailsBackward") as rec, \
+                pytest.raises(ValueError, match="boom"):
+            y.sum().backward()
+    msg = str(rec[0].message)
+    assert "Traceback of forward call that caused the error" in msg
+    assert "make_the_node" in msg
+
+
+def test_anomaly_off_records_nothing():
+    x = cgrad.tensor([1.0], requires_grad=True)
+    y = x * 2
+    assert "traceback_" not in y.grad_fn.metadata
+
+
+# ------------------------------------------------------------------------------------------
+# saved-tensor hooks
+# ------------------------------------------------------------------------------------------
+@both
+def test_saved_tensors_hooks_pack_unpack(m):
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return arr(t).copy()
+
+    def unpack(a):
+        unpacked.append(a.shape)
+        return m.from_numpy(a)
+
+    x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+    with m.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = (x * x).exp().sum()     # mul saves x twice, exp saves its output
+    assert len(packed) == 3
+    y.backward()
+    assert len(unpacked) == 3
+    xv = np.array([1.0, 2.0])
+    np.testing.assert_allclose(arr(x.grad), np.exp(xv * xv) * 2 * xv)
+
+
+@both
+def test_saved_tensors_hooks_custom_function(m):
+    log = []
+
+    class F(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            log.append("unpacked")
+            return g * 3
+
+    x = m.tensor([1.0], requires_grad=True)
+    with m.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t,
+                                              lambda t: t):
+        y = F.apply(x)
+    y.backward()
+    assert log == ["pack", "unpacked"]
+
+
+def test_saved_tensors_hooks_are_thread_local_and_nest():
+    outer, inner, other = [], [], []
+    x = cgrad.tensor([1.0], requires_grad=True)
+
+    def worker():
+        y = x * x
+        other.append(y)
+
+    with cgrad.autograd.graph.saved_tensors_hooks(lambda t: outer.append(1) or t, lambda t: t):
+        with cgrad.autograd.graph.saved_tensors_hooks(lambda t: inner.append(1) or t,
+                                                      lambda t: t):
+            _ = x * x
+        _ = x * x
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+    assert len(inner) == 2 and len(outer) == 2
+    _ = x * x
+    assert len(outer) == 2
+
+
+@both
+def test_disable_saved_tensors_hooks(m):
+    with m.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+        with pytest.raises(RuntimeError, match="no hooks here"):
+            with m.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+    with m.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        pass
+
+
+def test_unpack_must_return_tensor():
+    x = cgrad.tensor([1.0], requires_grad=True)
+    with cgrad.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: 3):
+        y = x * x
+    with pytest.raises(TypeError, match="unpack_hook expected to be a Tensor"):
+        y.backward()
+
+
+def test_packed_tensors_are_freed_with_the_graph():
+    x = cgrad.tensor(np.ones(10), requires_grad=True)
+    holder = []
+
+    class Box:
+        pass
+
+    def pack(t):
+        b = Box()
+        b.t = t
+        holder.append(weakref.ref(b))
+        return b
+
+    with cgrad.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
+        y = (x * x).exp().sum()
+    assert all(r() is not None for r in holder)
+    del y
+    gc.collect()
+    assert all(r() is None for r in holder)
+
+
+# ------------------------------------------------------------------------------------------
+# needs_input_grad exact per backward call
+# ------------------------------------------------------------------------------------------
+def _recording_fn():
+    seen = []
+
+    class Prod(cgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tuple(ctx.needs_input_grad))
+            a, b = ctx.saved_tensors
+            ga = g * b if ctx.needs_input_grad[0] else None
+            gb = g * a if ctx.needs_input_grad[1] else None
+            return ga, gb
+    return Prod, seen
+
+
+def test_needs_input_grad_exact_for_grad_wrt_one_input():
+    Prod, seen = _recording_fn()
+    a = cgrad.tensor([2.0], requires_grad=True)
+    b = cgrad.tensor([3.0], requires_grad=True)
+    y = Prod.apply(a, b)
+    assert y.grad_fn.needs_input_grad == (True, True)
+    ga, = cgrad.autograd.grad(y, a, retain_graph=True)
+    assert seen[-1] == (True, False)
+    assert ga.item() == 3.0
+    gb, = cgrad.autograd.grad(y, b, retain_graph=True)
+    assert seen[-1] == (False, True)
+    y.backward(inputs=[a], retain_graph=True)
+    assert seen[-1] == (True, False)
+    assert b.grad is None
+    y.backward()
+    assert seen[-1] == (True, True)
+
+
+def test_needs_input_grad_exact_through_a_chain():
+    Prod, seen = _recording_fn()
+    a = cgrad.tensor([2.0], requires_grad=True)
+    b = cgrad.tensor([3.0], requires_grad=True)
+    c = cgrad.tensor([5.0], requires_grad=True)
+    h = a * c                      # a path to c goes through input 0 of Prod
+    y = Prod.apply(h, b)
+    gc_, = cgrad.autograd.grad(y, c)
+    assert seen[-1] == (True, False)
+    assert gc_.item() == 2.0 * 3.0
+
+
+def test_needs_input_grad_ignored_backward_still_correct():
+    class Full(cgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+    a = cgrad.tensor([2.0], requires_grad=True)
+    b = cgrad.tensor([3.0], requires_grad=True)
+    ga, = cgrad.autograd.grad(Full.apply(a, b), a)
+    assert ga.item() == 3.0
+    assert b.grad is None
