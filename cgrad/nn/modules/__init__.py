@@ -1,0 +1,20 @@
+"""cgrad.nn's module classes."""
+from cgrad.nn.modules.module import Module
+from cgrad.nn.modules.linear import Bilinear, Identity, Linear
+from cgrad.nn.modules.activation import (ELU, GELU, SELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid,
+                                         SiLU, Softmax, Softplus, Tanh)
+from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss,
+                                   MSELoss, NLLLoss)
+from cgrad.nn.modules.container import ModuleDict, ModuleList, ParameterList, Sequential
+from cgrad.nn.modules.dropout import Dropout
+from cgrad.nn.modules.flatten import Flatten, Unflatten
+from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from cgrad.nn.modules.sparse import Embedding
+
+__all__ = [
+    "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
+    "SiLU", "Sigmoid", "Tanh", "Softplus", "Softmax", "LogSoftmax", "L1Loss", "MSELoss",
+    "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Sequential", "ModuleList",
+    "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
+    "BatchNorm1d", "BatchNorm2d", "Embedding",
+]
