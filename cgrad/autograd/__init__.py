@@ -163,3 +163,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return dict(zip(keys, result))
     return tuple(result)
 
+from cgrad.autograd import functional  # noqa: E402,F401
+from cgrad.autograd.gradcheck import gradcheck, gradgradcheck  # noqa: E402,F401
