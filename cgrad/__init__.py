@@ -40,6 +40,7 @@ from cgrad.functional import *  # noqa: E402,F401,F403
 from cgrad.functional import __all__ as _fn_all  # noqa: E402
 
 from cgrad import nn  # noqa: E402
+from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402
 from cgrad import utils  # noqa: E402
 

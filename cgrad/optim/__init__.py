@@ -1,0 +1,26 @@
+"""cgrad.optim: torch.optim's optimizers and learning-rate schedulers.
+
+Each optimizer follows torch's single-tensor (``foreach=False``) update rules operation by
+operation, on the raw NumPy arrays, in place; the state dicts have torch's format.
+
+>>> import cgrad
+>>> w = cgrad.tensor([1.0, -2.0], requires_grad=True)
+>>> opt = cgrad.optim.Adam([w], lr=0.1)
+>>> for _ in range(3):
+...     opt.zero_grad()
+...     (w * w).sum().backward()
+...     opt.step()
+>>> w
+tensor([ 0.7016, -1.7006], requires_grad=True)
+"""
+from cgrad.optim import lr_scheduler
+from cgrad.optim.adagrad import Adagrad
+from cgrad.optim.adam import Adam
+from cgrad.optim.adamw import AdamW
+from cgrad.optim.optimizer import (Optimizer, register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
+from cgrad.optim.rmsprop import RMSprop
+from cgrad.optim.sgd import SGD
+
+__all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler",
+           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
