@@ -1,0 +1,28 @@
+"""The examples run and reach their published figures (skipped without their extras)."""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name):
+    return runpy.run_path(os.path.join(ROOT, "examples", name), run_name="example")
+
+
+def test_custom_function_example(capsys):
+    runpy.run_path(os.path.join(ROOT, "examples", "custom_function.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "tensor([2.], grad_fn=<MyFunctionBackward>)" in out
+
+
+def test_mlp_on_digits_reaches_95_percent(capsys):
+    pytest.importorskip("sklearn")
+    acc = _load("mlp.py")["main"]([])
+    assert acc >= 0.95
+    out = capsys.readouterr().out
+    assert "epoch  30" in out and "test accuracy" in out
