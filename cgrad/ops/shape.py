@@ -1,5 +1,10 @@
-"""Shape ops: views where NumPy gives views (reshape, expand, basic indexing)."""
+"""Shape ops: reshape/view/expand/clone and a[idx] (torch's indexing rules), views where torch
+gives views (reshape of a viewable input, expand, basic indexing). Also accumulate_along, the
+fast "add rows at repeated indices" kernel shared with cgrad/ops/indexing.py."""
 from __future__ import annotations
+
+import operator
+import warnings
 
 import numpy as np
 
@@ -62,6 +67,39 @@ class View(Function):
         return g.reshape(ctx._aux), None
 
 
+def _expand_shape(arr, shape):
+    """torch.expand's target shape (-1 keeps a size), with torch's errors."""
+    nd, n = arr.ndim, len(shape)
+    if n < nd:
+        from cgrad._C import _type_name
+        raise RuntimeError(
+            f"expand({_type_name(arr)}{{{list(arr.shape)}}}, size={list(shape)}): the number "
+            f"of sizes provided ({n}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({nd})")
+    out = []
+    for i, s in enumerate(shape):
+        s = operator.index(s)
+        j = i - (n - nd)
+        if j < 0:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+        else:
+            cur = arr.shape[j]
+            if s == -1:
+                s = cur
+            elif cur != 1 and s != cur:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({s}) must match the existing size "
+                    f"({cur}) at non-singleton dimension {i}.  Target sizes: {list(shape)}.  "
+                    f"Tensor sizes: {list(arr.shape)}")
+            elif s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                                   f"{list(shape)}")
+        out.append(s)
+    return tuple(out)
+
+
 class Expand(Function):
     """expand(a, shape): a broadcast view.  d/da = sum_to(g, a.shape)."""
     _node_name = "ExpandBackward0"
@@ -69,11 +107,14 @@ class Expand(Function):
     @staticmethod
     def forward(ctx, a, shape):
         arr = a._data
-        shape = tuple(arr.shape[i - (len(shape) - arr.ndim)] if s == -1 else s
-                      for i, s in enumerate(shape))
         if ctx is not None:
             ctx._aux = arr.shape
-        return np.broadcast_to(arr, shape)
+        if -1 not in shape:
+            try:
+                return np.broadcast_to(arr, shape)
+            except (ValueError, TypeError):
+                pass                 # torch's message, or a shape with -1 or odd entries
+        return np.broadcast_to(arr, _expand_shape(arr, shape))
 
     @staticmethod
     def backward(ctx, g):
@@ -94,23 +135,6 @@ class Clone(Function):
         return g
 
 
-def _norm_index(idx):
-    """Turn Tensors inside an index into ndarrays (NumPy indexing semantics)."""
-    if isinstance(idx, TensorBase):
-        return idx._data
-    if isinstance(idx, tuple):
-        return tuple(i._data if isinstance(i, TensorBase) else i for i in idx)
-    if isinstance(idx, list):
-        return np.asarray(idx)
-    return idx
-
-
-def _is_basic(idx):
-    items = idx if isinstance(idx, tuple) else (idx,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice, np.integer))
-               for i in items)
-
-
 class UnsafeView(Reshape):
     """reshape that had to copy (non-contiguous input)."""
     _node_name = "UnsafeViewBackward0"
@@ -123,13 +147,302 @@ class ViewReshape(Reshape):
 
 def reshape(a, shape):
     """torch.reshape: a view when the input is contiguous, a copy otherwise."""
-    if a._data.flags.c_contiguous:
+    arr = a._data
+    if arr.flags.c_contiguous:
         return ViewReshape.apply(a, shape)
-    return UnsafeView.apply(a, shape)
+    # a strided input: a view (torch's _reshape_alias) when the strides allow it, else a copy
+    v = arr.view()
+    try:
+        v.shape = _infer_shape(shape, arr.size)
+    except AttributeError:
+        return UnsafeView.apply(a, shape)
+    return Reshape.apply(a, shape)
+
+
+
+# ----------------------------------------------------------------------------------------
+# indexing: a[idx] with torch's semantics
+# ----------------------------------------------------------------------------------------
+# torch applies an index in two steps (torch/csrc/autograd/python_variable_indexing.cpp):
+# first the basic items in order (ints select, slices slice, None unsqueezes, Python bools
+# unsqueeze and become an index [0] or []), which gives a view; then the tensor items
+# (integer arrays, boolean masks) on that view with NumPy's advanced-indexing rules, slices
+# of the first step standing as ':' placeholders. The only difference from NumPy is where
+# ints sit: NumPy treats an int next to an index array as an index array too, so
+# x[1, :, [0, 1]] has shape (2, 3) in NumPy and (3, 2) in torch. Purely basic indices (no
+# arrays) give NumPy views and need no translation.
+
+def _torch_index_error(e):
+    """NumPy's IndexError rephrased as torch's."""
+    msg = str(e)
+    if msg.startswith("too many indices"):
+        nd = msg.split("array is ")[1].split("-dimensional")[0] if "array is " in msg else "?"
+        return IndexError(f"too many indices for tensor of dimension {nd}")
+    return IndexError(msg.replace(" for axis ", " for dimension "))
+
+
+def _getitem(arr, idx):
+    try:
+        return arr[idx]
+    except IndexError as e:
+        if arr.ndim == 0 and type(idx) is int:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
+                             "number") from None
+        if arr.ndim == 0 and type(idx) is slice:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.") from None
+        raise _torch_index_error(e) from None
+
+
+class _TorchIndex:
+    """An advanced index in torch's order: `pre` (ints, slices, None: a basic index, or None
+    for the identity) is applied first, then `post` (':' placeholders and index arrays,
+    NumPy's rules) to the result, of shape `vshape`. `row` = (axis, int array) when `post` is
+    a single integer array after placeholders (the embedding/gather pattern, which has a fast
+    backward); `accumulate` when `post` holds an integer array (repeats add up backward)."""
+    __slots__ = ("pre", "post", "accumulate", "row", "vshape")
+
+    def __init__(self, pre, post, accumulate, row):
+        self.pre, self.post, self.accumulate, self.row = pre, post, accumulate, row
+        self.vshape = None
+
+    def take(self, arr):
+        v = _getitem(arr, self.pre) if self.pre is not None else arr
+        self.vshape = v.shape
+        return _getitem(v, self.post)
+
+    def put(self, g, shape):
+        """zeros(shape) with g added at the indexed positions (the backward of take)."""
+        vshape = self.vshape
+        tmp = np.zeros(vshape, dtype=g.dtype)
+        if self.row is not None:
+            p, idx = self.row
+            n = vshape[p]
+            flat = idx.reshape(-1)
+            if flat.size and flat.min() < 0:
+                flat = np.where(flat < 0, flat + n, flat)
+            accumulate_along(tmp, p, flat, g.reshape(vshape[:p] + (flat.size,) + vshape[p + 1:]))
+        elif self.accumulate:
+            np.add.at(tmp, self.post, g)
+        else:
+            tmp[self.post] = g
+        if self.pre is None:
+            return tmp
+        out = np.zeros(shape, dtype=g.dtype)
+        out[self.pre] = tmp
+        return out
+
+
+_ROWS_MIN_SIZE, _ROWS_MIN_ROW = 1 << 16, 16
+
+
+def accumulate_along(out, axis, idx, src):
+    """out[(:,) * axis + (idx[j],)] += src[(:,) * axis + (j,)] for every j (repeated indices
+    add up), for a C-contiguous `out` and a 1-D non-negative integer `idx`.
+
+    np.add.at with a multi-dimensional index runs a slow per-element loop; a 1-D add.at on
+    linear indices is ~5x faster, and for large rows a sparse selection-matrix product
+    (scipy CSR, m x n) times src is another ~3-10x faster."""
+    n = idx.shape[0]
+    if n == 0 or src.size == 0:
+        return out
+    shape = out.shape
+    m = shape[axis]
+    A = int(np.prod(shape[:axis], dtype=np.int64))
+    B = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    if (src.size >= _ROWS_MIN_SIZE and A * B >= _ROWS_MIN_ROW and src.dtype == out.dtype
+            and out.dtype in (np.float32, np.float64)):
+        from scipy import sparse
+        sel = sparse.csr_matrix((np.ones(n, dtype=out.dtype), (idx, np.arange(n))),
+                                shape=(m, n))
+        s3 = src.reshape(A, n, B)
+        if A == 1:
+            out.reshape(m, B)[...] += sel @ s3.reshape(n, B)
+        else:
+            s2 = np.ascontiguousarray(s3.transpose(1, 0, 2)).reshape(n, A * B)
+            out.reshape(A, m, B)[...] += (sel @ s2).reshape(m, A, B).transpose(1, 0, 2)
+        return out
+    if A == 1 and B == 1:
+        lin = idx
+    else:
+        lin = ((np.arange(A, dtype=np.intp)[:, None, None] * m + idx[None, :, None]) * B
+               + np.arange(B, dtype=np.intp)[None, None, :])
+    np.add.at(out.reshape(-1), lin.reshape(-1), src.reshape(-1))
+    return out
+
+
+_IDX_TYPES_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                  "Variables are valid indices (got {})")
+
+
+def _index_array(it):
+    """An ndarray used as an index: int arrays (0-d ones are ints), bool masks; uint8 is a
+    mask (torch's deprecated byte mask); anything else is torch's IndexError."""
+    k = it.dtype.kind
+    if k == "b":
+        return it
+    if it.dtype == np.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=4)
+        return it.astype(np.bool_)
+    if k in "iu":
+        return int(it) if it.ndim == 0 else it
+    if it.size == 0 and k == "f" and it.ndim == 1:
+        return it.astype(np.int64)        # x[[]]: an empty list
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _norm_item(it):
+    tp = type(it)
+    if tp is int or tp is slice or it is None or it is Ellipsis:
+        return it
+    if tp is bool or tp is np.bool_:
+        return np.asarray(it, dtype=np.bool_)
+    if isinstance(it, TensorBase):
+        return _index_array(it._data)
+    if isinstance(it, np.ndarray):
+        return _index_array(it)
+    if isinstance(it, np.integer) or isinstance(it, int):
+        return int(it)
+    if tp is list or tp is tuple or tp is range:
+        try:
+            arr = np.asarray(it)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype == object:
+            raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+        return _index_array(arr)
+    if hasattr(tp, "__index__") and not isinstance(it, (float, np.floating)):
+        return operator.index(it)
+    raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+
+
+def _sequence_as_tuple(seq):
+    """torch's treatSequenceAsTuple (NumPy's old heuristic): a list index holding a sequence,
+    slice, Ellipsis, None or Tensor is a tuple of indices."""
+    if len(seq) >= 32:
+        return False
+    for it in seq:
+        if it is None or it is Ellipsis:
+            return True
+        if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
+            warnings.warn(
+                "Using a non-tuple sequence for multidimensional indexing is deprecated and "
+                "will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq].",
+                UserWarning, stacklevel=4)
+            return True
+    return False
+
+
+def _consumed(items):
+    n = n_ell = 0
+    for it in items:
+        if it is None:
+            continue
+        if it is Ellipsis:
+            n_ell += 1
+        elif type(it) is np.ndarray and it.dtype == np.bool_:
+            n += it.ndim
+        else:
+            n += 1
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    return n
+
+
+def _too_many(nd):
+    return IndexError(f"too many indices for tensor of dimension {nd}")
+
+
+def _basic_kind(items, shape):
+    """The torch node of a basic index: torch applies the items in order and names the node
+    after the last one that does something (a full slice does nothing inside a tuple)."""
+    nd = len(shape)
+    used = _consumed(items)
+    if used > nd:
+        raise _too_many(nd)
+    kind = AliasIndex
+    d = 0
+    for it in items:
+        if it is None:
+            kind = UnsqueezeIndex
+        elif it is Ellipsis:
+            d += nd - used
+        elif type(it) is slice:
+            if it.indices(shape[d]) != (0, shape[d], 1):
+                kind = SliceIndex
+            d += 1
+        else:
+            kind = SelectIndex
+            d += 1
+    return kind
+
+
+def _advanced(items, shape):
+    """Split an index with arrays into torch's two steps (see _TorchIndex)."""
+    nd = len(shape)
+    used = _consumed(items)
+    if used > nd:
+        raise _too_many(nd)
+    full = slice(None)
+    pre, post = [], []
+    has_pre = accumulate = False
+    n_arrays = 0
+    row = None
+    d = 0
+    for it in items:
+        if it is Ellipsis:
+            k = nd - used
+            pre += [full] * k
+            post += [full] * k
+            d += k
+        elif it is None:
+            pre.append(None)
+            post.append(full)
+            has_pre = True
+        elif type(it) is int:
+            pre.append(it)
+            has_pre = True
+            d += 1
+        elif type(it) is slice:
+            pre.append(it)
+            post.append(full)
+            has_pre = has_pre or it != full
+            d += 1
+        elif it.dtype == np.bool_ and it.ndim == 0:     # x[True]: unsqueeze, index [0] / []
+            pre.append(None)
+            has_pre = True
+            n_arrays += 1
+            post.append(np.zeros(1 if it else 0, dtype=np.intp))
+        elif it.dtype == np.bool_:
+            k = it.ndim
+            for j in range(k):
+                if it.shape[j] != shape[d + j]:
+                    raise IndexError(
+                        f"The shape of the mask {list(it.shape)} at index {j} does not match "
+                        f"the shape of the indexed tensor {list(shape)} at index {d + j}")
+            pre += [full] * k
+            post.append(it)
+            n_arrays += 1
+            d += k
+        else:
+            pre.append(full)
+            if n_arrays == 0:
+                row = (len(post), it)
+            post.append(it)
+            n_arrays += 1
+            accumulate = True
+            d += 1
+    while post and type(post[-1]) is slice:
+        post.pop()
+    if n_arrays != 1 or (row is not None and row[0] != len(post) - 1):
+        row = None
+    return _TorchIndex(tuple(pre) if has_pre else None, tuple(post), accumulate, row)
 
 
 class Index(Function):
-    """a[idx] (basic or advanced).  d/da = zeros with g scattered (added) at idx."""
+    """a[idx] with torch's semantics (see _TorchIndex; a plain NumPy index also works).
+    d/da = zeros with g added at idx (repeated indices add up)."""
     _node_name = "IndexBackward0"
 
     @staticmethod
@@ -137,40 +450,61 @@ class Index(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = (arr.shape, idx)
-        return arr[idx]
+        if type(idx) is _TorchIndex:
+            return idx.take(arr)
+        return _getitem(arr, idx)
 
     @staticmethod
     def backward(ctx, g):
         shape, idx = ctx._aux
-        return IndexBackward.apply(g, shape, idx), None
+        fwd = ctx._forward_cls
+        return fwd._bwd.apply(g, shape, idx, fwd), None
 
 
 class IndexBackward(Function):
-    """Scatter-add g into zeros(shape) at idx.  d/dg = grad[idx]."""
-    _node_name = "IndexPutBackward0"
+    """Scatter-add g into zeros(shape) at idx (torch's index_put with accumulate=True).
+    d/dg = grad[idx]."""
+    _node_name = "IndexPutImplBackward0"
 
     @staticmethod
-    def forward(ctx, g, shape, idx):
+    def forward(ctx, g, shape, idx, fwd=None):
         if ctx is not None:
-            ctx._aux = idx
-        out = np.zeros(shape, dtype=g._data.dtype)
+            ctx._aux = (idx, fwd or Index)
+        garr = g._data
+        if type(idx) is _TorchIndex:
+            return idx.put(garr, shape)
+        out = np.zeros(shape, dtype=garr.dtype)
         if _is_basic(idx):
-            out[idx] = g._data
+            out[idx] = garr
         else:
-            np.add.at(out, idx, g._data)
+            np.add.at(out, idx, garr)
         return out
 
     @staticmethod
     def backward(ctx, gg):
-        return Index.apply(gg, ctx._aux), None, None
+        idx, fwd = ctx._aux
+        return fwd.apply(gg, idx), None, None, None
+
+
+class _SelectBackward(IndexBackward):
+    _node_name = "SelectBackwardBackward0"
+
+
+class _SliceBackward(IndexBackward):
+    _node_name = "SliceBackwardBackward0"
+
+
+Index._bwd = IndexBackward
 
 
 class SelectIndex(Index):
     _node_name = "SelectBackward0"
+    _bwd = _SelectBackward
 
 
 class SliceIndex(Index):
     _node_name = "SliceBackward0"
+    _bwd = _SliceBackward
 
 
 class UnsqueezeIndex(Index):
@@ -181,25 +515,38 @@ class AliasIndex(Index):
     _node_name = "AliasBackward0"
 
 
-def _basic_kind(idx):
-    """The torch node of the last step of a basic index (torch applies them in order)."""
+def _is_basic(idx):
     items = idx if isinstance(idx, tuple) else (idx,)
-    for it in reversed(items):
-        if it is Ellipsis or (isinstance(it, slice) and it == slice(None)):
-            continue
-        if it is None:
-            return UnsqueezeIndex
-        if isinstance(it, slice):
-            return SliceIndex
-        return SelectIndex
-    return AliasIndex
+    return all(i is None or i is Ellipsis or (isinstance(i, (int, slice, np.integer))
+                                              and not isinstance(i, (bool, np.bool_)))
+               for i in items)
 
 
 def index(a, idx):
-    """a[idx] with NumPy semantics; the node is named as torch's last indexing step."""
-    idx = _norm_index(idx)
-    cls = _basic_kind(idx) if _is_basic(idx) else Index
-    return cls.apply(a, idx)
+    """a[idx] with torch's semantics: ints, slices (negative steps allowed, unlike torch),
+    None, Ellipsis, bools, boolean masks and integer arrays / lists / tensors. Basic indices
+    give views; the node is named as torch's."""
+    tp = type(idx)
+    if tp is int:
+        return SelectIndex.apply(a, idx)
+    if tp is slice:
+        return SliceIndex.apply(a, idx)
+    if tp is not tuple:
+        if idx is None:
+            return UnsqueezeIndex.apply(a, idx)
+        if idx is Ellipsis:
+            return AliasIndex.apply(a, idx)
+        if tp is list and _sequence_as_tuple(idx):
+            idx = tuple(idx)
+        else:
+            idx = (idx,)
+    items = [_norm_item(it) for it in idx]
+    shape = a._data.shape
+    for it in items:
+        if type(it) is np.ndarray:
+            return Index.apply(a, _advanced(items, shape))
+    items = tuple(items)
+    return _basic_kind(items, shape).apply(a, items)
 
 
 class MaskedFillConst(Function):

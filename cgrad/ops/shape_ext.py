@@ -1,7 +1,638 @@
-"""Op library module (see cgrad/ops/__init__.py for the conventions)."""
+"""Shape ops beyond reshape/view/expand (those live in cgrad/ops/shape.py; permute and
+transpose in cgrad/ops/linalg.py): movedim, squeeze, flatten/unflatten/ravel, repeat/tile,
+cat/stack (and hstack/vstack), split/chunk/unbind, flip, roll, narrow, plus the function forms
+torch has for methods defined elsewhere (unsqueeze, clone).
+
+Views stay views where torch returns views (movedim, squeeze, flatten of a
+contiguous tensor, unflatten, narrow, split/chunk/unbind pieces); ops that copy in torch
+(repeat, tile, cat, stack, flip, roll) return fresh arrays, so writing into their result never
+changes the input. Every backward is written with cgrad ops (double backward works).
+"""
 from __future__ import annotations
 
+import builtins
+import operator
+
+import numpy as np
+
+from cgrad._C import TensorBase
+from cgrad.autograd.function import Function
+from cgrad.ops.linalg import Permute
+from cgrad.ops.reduce import _norm_dims
+from cgrad.ops.shape import SliceIndex, SelectIndex, View, reshape as _reshape
+
+_FULL = slice(None)
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+def _dim(d, ndim):
+    """A single dim normalised to [0, ndim) (0 for 0-d), torch's IndexError when out of
+    range."""
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise TypeError(f"dim must be an int, got {type(d).__name__}") from None
+    return _norm_dims(d, ndim)[0]
+
+
+def _dims_arg(dims):
+    """Varargs or one sequence: f(0, 1) and f((0, 1)) both give (0, 1)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(dims[0])
+    return tuple(dims)
+
+
+def _unique_dims(dims, ndim):
+    out = _norm_dims(tuple(dims), ndim) if dims else ()
+    seen = set()
+    for d in out:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return out
+
+
+def _int(x):
+    if isinstance(x, TensorBase):
+        return int(x.item())
+    return operator.index(x)
+
+
+def _check_tensors(tensors, fn):
+    if isinstance(tensors, TensorBase):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not Tensor")
+    tensors = tuple(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorBase):
+            tp = type(t)
+            name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {name}")
+    return tensors
+
+
+def _slice_along(t, d, start, stop):
+    """t[(:,) * d + (start:stop,)] as a differentiable view (SliceBackward0)."""
+    return SliceIndex.apply(t, (_FULL,) * d + (slice(start, stop),))
+
+
+def _select_along(t, d, i):
+    return SelectIndex.apply(t, (_FULL,) * d + (i,))
+
+
+def _result_dtype(arrays):
+    """torch.promote_types over all operands (cat/stack: every tensor counts, 0-d or not)."""
+    from cgrad.ops.binary import _promote2
+    dt = None
+    for a in arrays:
+        dt = a.dtype if dt is None else _promote2(dt, a.dtype)
+    return dt
+
+
+# ----------------------------------------------------------------------------------------
+# movedim (permute, transpose and swapaxes live in linalg / linalg_ext)
+# ----------------------------------------------------------------------------------------
+def movedim(input, source, destination):
+    """Move dim(s) `source` to position(s) `destination`, the others keep their order."""
+    nd = input._data.ndim
+    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)")
+    src_n = _norm_dims(src, nd) if src else ()
+    dst_n = _norm_dims(dst, nd) if dst else ()
+    for name, orig, norm in (("source", src, src_n), ("destination", dst, dst_n)):
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(orig)})")
+    order = [None] * nd
+    for s, d in zip(src_n, dst_n):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in set(src_n))
+    perm = tuple(o if o is not None else next(rest) for o in order)
+    return Permute.apply(input, perm)
+
+
+# ----------------------------------------------------------------------------------------
+# squeeze / unsqueeze / flatten / unflatten
+# ----------------------------------------------------------------------------------------
+class Squeeze(Function):
+    """squeeze(a) (no dim): a view without the size-1 dims.  d/da = g.reshape(a.shape)."""
+    _node_name = "SqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = arr.shape
+        return arr.squeeze(dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx._aux), None
+
+
+class SqueezeDim(Squeeze):
+    """squeeze(a, dim) with an int dim."""
+    _node_name = "SqueezeBackward1"
+
+
+class SqueezeDims(Squeeze):
+    """squeeze(a, dims) with a tuple of dims."""
+    _node_name = "SqueezeBackward2"
+
+
+def squeeze(input, dim=None):
+    """Remove dims of size 1: all of them, or those in `dim` (an int or a tuple) that have
+    size 1 (others are left alone, as torch)."""
+    arr = input._data
+    if dim is None:
+        return Squeeze.apply(input, tuple(i for i, s in enumerate(arr.shape) if s == 1))
+    if isinstance(dim, (tuple, list)):
+        dims = _unique_dims(tuple(dim), arr.ndim)
+        cls = SqueezeDims
+    else:
+        dims = (_dim(dim, arr.ndim),)
+        cls = SqueezeDim
+    return cls.apply(input, tuple(d for d in dims if d < arr.ndim and arr.shape[d] == 1))
+
+
+def unsqueeze(input, dim):
+    """A view with a new dim of size 1 at `dim`."""
+    return input.unsqueeze(dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one (a view when the input is contiguous, as
+    reshape). A 0-d input gives shape (1,); start_dim == end_dim returns the input itself."""
+    arr = input._data
+    nd = arr.ndim
+    if nd == 0:
+        return _reshape(input, (1,))
+    s, e = _dim(start_dim, nd), _dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = arr.shape
+    n = 1
+    for k in shape[s:e + 1]:
+        n *= k
+    return _reshape(input, shape[:s] + (n,) + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Split dim into `sizes` (one entry may be -1): always a view."""
+    arr = input._data
+    d = _dim(dim, arr.ndim)
+    sizes = tuple(operator.index(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = arr.shape[d]
+    known = 1
+    for s in sizes:
+        if s != -1:
+            known *= s
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if (-1 in sizes and (known == 0 or n % known)) or (-1 not in sizes and known != n):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+            f"{dim} ({n}) in the input tensor")
+    if -1 in sizes:
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    return View.apply(input, arr.shape[:d] + sizes + arr.shape[d + 1:])
+
+
+def ravel(input):
+    """A contiguous 1-D tensor: a view of a contiguous input, else a copy."""
+    return input.contiguous().view(-1)
+
+
+def view_as(self, other):
+    return self.view(other.shape)
+
+
+def reshape_as(self, other):
+    return self.reshape(other.shape)
+
+
+# ----------------------------------------------------------------------------------------
+# repeat / tile
+# ----------------------------------------------------------------------------------------
+class Repeat(Function):
+    """repeat(a, reps) (np.tile after padding a's shape with leading 1s): a copy.
+    d/da = g.reshape(r0, s0, r1, s1, ...).sum(r axes).reshape(a.shape)."""
+    _node_name = "RepeatBackward0"
+
+    @staticmethod
+    def forward(ctx, a, reps):
+        arr = a._data
+        pad = (1,) * (len(reps) - arr.ndim) + arr.shape
+        if ctx is not None:
+            ctx._aux = (arr.shape, reps, pad)
+        return np.tile(arr.reshape(pad), reps)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, reps, pad = ctx._aux
+        split = []
+        for r, s in zip(reps, pad):
+            split += [r, s]
+        g = g.reshape(tuple(split)).sum(tuple(range(0, 2 * len(reps), 2)))
+        return g.reshape(shape), None
+
+
+def _repeat_args(sizes):
+    sizes = _dims_arg(sizes)
+    if len(sizes) == 1 and isinstance(sizes[0], TensorBase):
+        sizes = tuple(sizes[0].tolist())
+    return tuple(operator.index(s) for s in sizes)
+
+
+def repeat(self, *sizes):
+    """Tensor.repeat: tile the tensor sizes[i] times along dim i (a copy)."""
+    reps = _repeat_args(sizes)
+    arr = self._data
+    if len(reps) < arr.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    pad = (1,) * (len(reps) - arr.ndim) + arr.shape
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(r * s for r, s in zip(reps, pad))}: "
+                           f"{[r * s for r, s in zip(reps, pad)]}")
+    return Repeat.apply(self, reps)
+
+
+def tile(input, *args, dims=None):
+    """torch.tile: repeat with leading 1s added to `dims` when it is shorter than the shape."""
+    reps = _repeat_args(args if dims is None else (dims,))
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+# ----------------------------------------------------------------------------------------
+# cat / stack
+# ----------------------------------------------------------------------------------------
+class Cat(Function):
+    """cat(dim, *tensors) (tensors are direct arguments so that autograd sees them).
+    d/dt_i = g[(:,) * dim + (off_i:off_i + n_i,)]."""
+    _node_name = "CatBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        arrays = [t._data for t in tensors]
+        a0 = arrays[0]
+        dt = a0.dtype
+        if a0.ndim and a0.shape != (0,) and all(a.dtype == dt for a in arrays):
+            # fast path: one dtype, NumPy's checks are torch's (except for the messages)
+            d = _dim(dim, a0.ndim)
+            try:
+                out = np.concatenate(arrays, axis=d)
+            except ValueError:
+                out = None
+            if out is not None:
+                if ctx is not None:
+                    ctx._aux = (d, tuple([a.shape[d] for a in arrays]))
+                return out
+        # torch's legacy rule: 1-D empty tensors are skipped (cat([x, tensor([])]) == x)
+        keep = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]
+        ref = keep[0] if keep else arrays[0]
+        nd = ref.ndim
+        d = _dim(dim, nd)
+        for i, a in enumerate(arrays):
+            if a.ndim == 0:
+                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                                   "concatenated")
+        for i, a in enumerate(arrays):
+            if a.ndim == 1 and a.shape[0] == 0:
+                continue
+            if a.ndim != nd:
+                raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
+                                   f"{a.ndim}")
+            for k in range(nd):
+                if k != d and a.shape[k] != ref.shape[k]:
+                    raise RuntimeError(
+                        f"Sizes of tensors must match except in dimension {d}. Expected size "
+                        f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in "
+                        "the list.")
+        dt = _result_dtype(arrays)
+        if ctx is not None:
+            ctx._aux = (d, tuple(None if (a.ndim == 1 and a.shape[0] == 0 and nd != 1)
+                                 else a.shape[d] for a in arrays))
+        if not keep:
+            return np.empty((0,), dtype=dt)
+        return np.concatenate(keep, axis=d, dtype=dt, casting="unsafe")
+
+    @staticmethod
+    def backward(ctx, g):
+        d, sizes = ctx._aux
+        needs = ctx.needs_input_grad
+        out = [None]
+        off = 0
+        for i, n in enumerate(sizes):
+            if n is None:                  # a skipped legacy empty tensor
+                out.append(None)
+                continue
+            out.append(_slice_along(g, d, off, off + n) if needs[i + 1] else None)
+            off += n
+        return tuple(out)
+
+
+def cat(tensors, dim=0, *, axis=None, out=None):
+    """Concatenate tensors along an existing dim (torch's type promotion)."""
+    if out is not None:
+        raise NotImplementedError("cat(out=...) is not supported")
+    if axis is not None:
+        dim = axis
+    tensors = _check_tensors(tensors, "cat")
+    if not tensors:
+        raise ValueError("cat(): expected a non-empty list of Tensors")
+    return Cat.apply(dim, *tensors)
+
+
+class Stack(Function):
+    """stack(dim, *tensors).  d/dt_i = g.select(dim, i)."""
+    _node_name = "StackBackward0"
+
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        arrays = [t._data for t in tensors]
+        shape = arrays[0].shape
+        d = _dim(dim, len(shape) + 1)
+        for i, a in enumerate(arrays):
+            if a.shape != shape:
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                                   f"{list(shape)} at entry 0 and {list(a.shape)} at entry {i}")
+        if ctx is not None:
+            ctx._aux = d
+        out = np.empty(shape[:d] + (len(arrays),) + shape[d:], dtype=_result_dtype(arrays))
+        pre = (_FULL,) * d
+        for i, a in enumerate(arrays):
+            out[pre + (i,)] = a
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        d = ctx._aux
+        needs = ctx.needs_input_grad
+        return (None,) + tuple(_select_along(g, d, i) if needs[i + 1] else None
+                               for i in range(len(needs) - 1))
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join equally shaped tensors along a new dim."""
+    if out is not None:
+        raise NotImplementedError("stack(out=...) is not supported")
+    tensors = _check_tensors(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return Stack.apply(dim, *tensors)
+
+
+def hstack(tensors):
+    """cat along dim 1 (dim 0 for 1-D tensors); 0-d tensors count as 1-D."""
+    tensors = _check_tensors(tensors, "hstack")
+    if not tensors:
+        raise RuntimeError("hstack expects a non-empty TensorList")
+    tensors = tuple(t.reshape(1) if t._data.ndim == 0 else t for t in tensors)
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dim 0 of the tensors made at least 2-D (1-D (n,) becomes (1, n))."""
+    tensors = _check_tensors(tensors, "vstack")
+    if not tensors:
+        raise RuntimeError("vstack expects a non-empty TensorList")
+    tensors = tuple(t.reshape(1, -1) if t._data.ndim < 2 else t for t in tensors)
+    return cat(tensors, 0)
+
+
+# ----------------------------------------------------------------------------------------
+# split / chunk / unbind (several outputs, all views)
+# ----------------------------------------------------------------------------------------
+class Split(Function):
+    """split(a, sizes, dim): views of consecutive pieces along dim.
+    d/da = cat(grads, dim) (unused pieces arrive as zeros)."""
+    _node_name = "SplitBackward0"
+
+    @staticmethod
+    def forward(ctx, a, sizes, dim):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = dim
+        pre = (_FULL,) * dim
+        out = []
+        off = 0
+        for n in sizes:
+            out.append(arr[pre + (slice(off, off + n),)])
+            off += n
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Cat.apply(ctx._aux, *grads), None, None
+
+
+class SplitWithSizes(Split):
+    _node_name = "SplitWithSizesBackward0"
+
+
+def _split_dim(arr, dim, fn):
+    if arr.ndim == 0:
+        raise RuntimeError(f"{fn} expects at least a 1-dimensional tensor")
+    return _dim(dim, arr.ndim)
+
+
+def _split_sizes(n, size):
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got "
+                           f"split_size={size}")
+    if size == 0:
+        if n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        return (0,)
+    k = max(1, -(-n // size))
+    return tuple(min(size, n - i * size) for i in range(k))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
+    arr = tensor._data
+    d = _split_dim(arr, dim, "split")
+    n = arr.shape[d]
+    s = split_size_or_sections
+    if isinstance(s, TensorBase):
+        s = s.tolist()
+    if isinstance(s, (list, tuple)):
+        sizes = tuple(operator.index(k) for k in s)
+        if any(k < 0 for k in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={list(sizes)}")
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={list(sizes)}")
+        return SplitWithSizes.apply(tensor, sizes, d)
+    return Split.apply(tensor, _split_sizes(n, operator.index(s)), d)
+
+
+def _split_method(self, split_size, dim=0):
+    return split(self, split_size, dim)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, list(split_sizes), dim)
+
+
+def chunk(input, chunks, dim=0):
+    """At most `chunks` pieces of equal size ceil(n / chunks) along dim (views)."""
+    arr = input._data
+    d = _split_dim(arr, dim, "chunk")
+    chunks = operator.index(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = arr.shape[d]
+    if n == 0:                       # torch: `chunks` empty pieces
+        return Split.apply(input, (0,) * chunks, d)
+    return Split.apply(input, _split_sizes(n, -(-n // chunks)), d)
+
+
+class Unbind(Function):
+    """unbind(a, dim): the slices along dim (views).  d/da = stack(grads, dim)."""
+    _node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = dim
+        pre = (_FULL,) * dim
+        return tuple(arr[pre + (i,)] for i in range(arr.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return Stack.apply(ctx._aux, *grads), None
+
+
+def unbind(input, dim=0):
+    """A tuple of all slices along dim, without it (views)."""
+    arr = input._data
+    if arr.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return Unbind.apply(input, _dim(dim, arr.ndim))
+
+
+# ----------------------------------------------------------------------------------------
+# flip / roll / narrow
+# ----------------------------------------------------------------------------------------
+class Flip(Function):
+    """flip(a, dims): a copy, as torch.  d/da = flip(g, dims)."""
+    _node_name = "FlipBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        if ctx is not None:
+            ctx._aux = dims
+        return np.flip(a._data, dims).copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, ctx._aux), None
+
+
+def flip(input, *args, dims=None):
+    """Reverse the order of elements along the given dims (a copy); flip(x, (0, 1)),
+    x.flip(0, 1) and flip(x, dims=...) all work."""
+    dims = _dims_arg(args) if dims is None else _dims_arg((dims,))
+    return Flip.apply(input, _unique_dims(dims, input._data.ndim))
+
+
+class Roll(Function):
+    """roll(a, shifts, dims) (np.roll; dims=None rolls the flattened tensor): a copy.
+    d/da = roll(g, -shifts, dims)."""
+    _node_name = "RollBackward0"
+
+    @staticmethod
+    def forward(ctx, a, shifts, dims):
+        if ctx is not None:
+            ctx._aux = (shifts, dims)
+        return np.roll(a._data, shifts, dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        shifts, dims = ctx._aux
+        neg = -shifts if isinstance(shifts, int) else tuple(-s for s in shifts)
+        return Roll.apply(g, neg, dims), None, None
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements along dims (wrapping around); without dims, of the flattened tensor."""
+    sh = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    sh = tuple(operator.index(s) for s in sh)
+    if dims is None:
+        if len(sh) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
+        return Roll.apply(input, sh[0], None)
+    dm = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(sh) != len(dm):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, "
+                           f"dims:{len(dm)}")
+    dm = _norm_dims(dm, input._data.ndim)
+    return Roll.apply(input, sh, dm)
+
+
+def narrow(input, dim, start, length):
+    """input[(:,) * dim + (start:start + length,)]: a view (SliceBackward0). start may be
+    negative (counted from the end) or a 0-d integer tensor."""
+    arr = input._data
+    if arr.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _dim(dim, arr.ndim)
+    start, length = _int(start), _int(length)
+    n = arr.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice_along(input, d, start, start + length)
+
+
+# ----------------------------------------------------------------------------------------
+# function forms of methods defined elsewhere
+# ----------------------------------------------------------------------------------------
+def clone(input, *, memory_format=None):
+    """A copy that stays in the graph (CloneBackward0)."""
+    return input.clone()
+
+
+_FUNCTIONS = {
+    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "unsqueeze": unsqueeze,
+    "flatten": flatten, "unflatten": unflatten, "ravel": ravel, "tile": tile, "cat": cat,
+    "concat": cat, "concatenate": cat, "stack": stack, "hstack": hstack, "vstack": vstack,
+    "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
+    "flip": flip, "roll": roll, "narrow": narrow, "clone": clone,
+}
+
 # name -> function(self, ...) installed as a cgrad.Tensor method
-TENSOR_METHODS: dict = {}
+TENSOR_METHODS: dict = {
+    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "flatten": flatten,
+    "unflatten": unflatten, "ravel": ravel, "view_as": view_as, "reshape_as": reshape_as,
+    "repeat": repeat, "tile": tile, "split": _split_method,
+    "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind, "flip": flip,
+    "roll": roll, "narrow": narrow,
+}
 # name -> function installed as cgrad.<name> (top-level functional form)
-FUNCTIONS: dict = {}
+FUNCTIONS: dict = dict(_FUNCTIONS)

@@ -1,0 +1,21 @@
+"""cgrad.linalg: torch.linalg's functions (the ones cgrad implements), same names, signatures,
+defaults, node names and errors.
+
+>>> import cgrad
+>>> A = cgrad.tensor([[3.0, 0.0], [0.0, 4.0]], requires_grad=True)
+>>> cgrad.linalg.matrix_norm(A)
+tensor(5., grad_fn=<LinalgVectorNormBackward0>)
+>>> cgrad.linalg.svdvals(A)
+tensor([4., 3.], grad_fn=<LinalgSvdBackward0>)
+
+Every function is differentiable, twice and more (backward is written with cgrad ops); the
+singular-value based norms ('nuc', 2, -2) follow torch's ``svd_backward`` and, as in torch,
+their gradients are undefined (infinite) where singular values repeat.
+"""
+from __future__ import annotations
+
+from cgrad.ops.linalg import matmul
+from cgrad.ops.linalg_ext import (matrix_norm, norm, svd, svdvals, vecdot,
+                                  vector_norm)
+
+__all__ = ["matmul", "matrix_norm", "norm", "svd", "svdvals", "vecdot", "vector_norm"]
