@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """cgrad benchmarks against PyTorch and raw NumPy: the issue-2 performance targets.
 
-    python bench/run.py                # full run (~1-3 minutes), prints a table
+    python bench/run.py                # full run (~2-4 minutes), prints a table
     python bench/run.py --quick        # tiny sizes, one repetition: CI smoke test, no gates
     python bench/run.py --json out.json
     python bench/run.py --no-torch     # skip the torch column even if torch is importable
@@ -24,6 +24,12 @@ equivalent arithmetic):
    (a) ``s = outs[0]; for o in outs[1:]: s = s + o; s.sum().backward()`` (plain user code;
    it adds 9,999 Add nodes, whose backward is a pass-through), and (b)
    ``autograd.backward(outs, [ones]*10000)`` (10,000 roots, no Add nodes: only the uses).
+5. ``mlp`` (issue 3, bench/mlp.py): one training step of a 784-1024-1024-10 tanh MLP,
+   batch 512, cross-entropy (class indices, mean), plain SGD; cgrad vs a hand-written NumPy
+   forward+backward (the floor) vs torch, float32 and float64, ms per step (wall and CPU
+   time), peak memory, gradients checked against NumPy first.  Its own table follows the
+   main one; ``--quick`` runs a 784-256-256-10 network with batch 128.  It runs last and sets
+   glibc's mmap/trim thresholds for the rest of the process (see bench/mlp.py, --malloc).
 
 Method: time.perf_counter; one untimed warm-up run per library; then ``--repeats``
 repetitions (default 7) interleaved across libraries (cgrad, torch, numpy, cgrad, ...) so
@@ -553,7 +559,17 @@ TITLES = {
     "bigchain": "3 {kind} chain, (1,) x{n}, subprocess",
     "shared_loop": "4a (64,) leaf x{n} uses, s=s+o",
     "shared_roots": "4b (64,) leaf x{n} uses, backward(outs)",
+    "mlp": "5 MLP training step (bench/mlp.py)",
 }
+
+
+def load_mlp_bench():
+    """bench/mlp.py as a module (this directory need not be on sys.path)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cgrad_bench_mlp", os.path.join(HERE, "mlp.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def fmt_val(d, phase):
@@ -780,13 +796,21 @@ def main(argv=None):
                                            timeout=60 if a.quick else 600,
                                            budget=a.bigchain_budget, started=started,
                                            gc_off=a.gc_off)
+        elif bench == "mlp":
+            mlp_mod = load_mlp_bench()
+            results[bench] = mlp_mod.run(quick=a.quick, repeats=1 if a.quick else None,
+                                         use_torch=have_torch, log=sys.stderr)
         else:
             results[bench] = time_inproc(bench, libs, repeats, warmup, a.gc_off)
         results[bench]["wall_s"] = perf_counter() - t_b
         print(f"  [{bench}: {results[bench]['wall_s']:.1f} s]", file=sys.stderr, flush=True)
 
-    print(render(results, have_torch))
-    print()
+    if any(b != "mlp" for b in results):
+        print(render(results, have_torch))
+        print()
+    if "mlp" in results:
+        print(mlp_mod.render(results["mlp"]))
+        print()
     if "bigchain" in results:
         runs = ", ".join(f"{k} {v.get('runs', 0)}" for k, v in results["bigchain"]["libs"].items())
         if not a.quick:

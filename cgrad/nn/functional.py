@@ -5,23 +5,34 @@ node (or where fusing is what makes it fast and numerically stable):
 
 * ``linear``: ``x @ W.T + b`` in one node named ``AddmmBackward0`` (``MmBackward0`` without a
   bias). torch records ``TBackward0(W)`` under its addmm; cgrad's node holds the weight
-  directly and computes ``dW = g.T @ x`` with one BLAS call (contiguous, so the engine
-  stores it in ``W.grad`` without a copy). N-D inputs are flattened to 2-D around it as in
-  torch (``ViewBackward0`` / ``UnsafeViewBackward0`` on top).
+  directly and computes ``dW = g.T @ x`` with one BLAS call (a fresh contiguous array that
+  the engine may store in ``W.grad`` without a copy). N-D inputs are flattened to 2-D around
+  it as in torch (``ViewBackward0`` / ``UnsafeViewBackward0`` on top).
 * ``cross_entropy``: log_softmax + nll in ONE node. torch has ``NllLossBackward0`` on top of
   ``LogSoftmaxBackward0``; cgrad has a single ``NllLossBackward0`` (``NllLoss2DBackward0``
-  for inputs with 3 or more dims, ``AddBackward0`` with label smoothing, ``DivBackward1`` /
+  for inputs with 3 or more dims, ``ViewBackward0`` for 3-D and >= 5-D inputs with
+  reduction='none', ``AddBackward0`` with label smoothing, ``DivBackward1`` /
   ``NegBackward0`` for probability targets: always the name of torch's top node). Its
   backward is ``(softmax - onehot) * weight * g / N`` computed in place from the saved
-  log-probabilities.
+  log-probabilities; ignored targets get exactly zero gradient (also when every target is
+  ignored and the mean is 0 / 0 = nan, as torch).
 * ``softmax``/``log_softmax`` (max-subtracted), ``nll_loss``, ``mse_loss``,
-  ``binary_cross_entropy(_with_logits)`` (log-sum-exp form), ``embedding``, ``layer_norm``
-  (``NativeLayerNormBackward0``), ``pad``: one node each, as in torch.
+  ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy(_with_logits)`` (log-sum-exp
+  form), ``embedding``, ``layer_norm`` (``NativeLayerNormBackward0``), ``pad``: one node
+  each, as in torch. ``l1_loss`` is ``AbsBackward0`` (of the difference, fused) under
+  ``MeanBackward0``/``SumBackward0``, as torch.
 
 Every backward is written with cgrad ops, so ``create_graph=True`` (double backward) works.
-Where a first-order backward has a faster in-place NumPy form (cross_entropy) it is used
-only when no graph is being recorded (``cgrad.is_grad_enabled()`` is False inside backward
-unless ``create_graph=True``); both forms compute the same formula.
+Where a first-order backward has a faster NumPy form (cross_entropy, linear) it is used only
+when no graph is being recorded (``cgrad.is_grad_enabled()`` is False inside backward unless
+``create_graph=True``); both forms compute the same formula.
+
+Known differences from torch: ``inplace=True`` on a tensor that is part of a recorded graph
+(not a leaf) returns the out-of-place result and leaves the input unchanged (values are the
+same; torch would rebase the input's history); ``embedding(sparse=True)`` is not supported;
+``binary_cross_entropy_with_logits`` returns the target's dtype as torch does, and
+``huber_loss`` promotes mixed dtypes (torch 2.13 returns the input's dtype and then fails in
+backward).
 
 Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op library
 (``cgrad.<name>`` or ``Tensor.<name>``), looked up at call time.
@@ -36,14 +47,15 @@ import numpy as np
 from cgrad import _C
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops.binary import mask_fill
 from cgrad.ops.linalg import Mm, T
-from cgrad.ops.shape import UnsafeView
+from cgrad.ops.shape import UnsafeView, View
 
 __all__ = [
     "linear", "relu", "relu_", "leaky_relu", "elu", "selu", "gelu", "silu", "sigmoid", "tanh",
     "softplus", "softmax", "log_softmax", "dropout", "cross_entropy", "nll_loss", "mse_loss",
-    "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "embedding",
-    "layer_norm", "one_hot", "pad",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
 ]
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
@@ -274,12 +286,17 @@ class _Addmm(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad
+        # a (out,) bias: reduce here; any other broadcast bias: the engine sums g to it
+        sum_bias = nb and len(ctx._aux) == 1
+        if not _C.is_grad_enabled():
+            # first order: the three BLAS/NumPy calls themselves, no nodes to record
+            G = g._data
+            return (_wrap(G @ w._data) if nx else None,
+                    _wrap(G.T @ x._data) if nw else None,
+                    (_wrap(G.sum(0)) if sum_bias else g) if nb else None)
         gx = Mm.apply(g, w) if nx else None
         gw = Mm.apply(T.apply(g), x) if nw else None
-        gb = None
-        if nb:
-            # a (out,) bias: reduce here; any other broadcast bias: the engine sums g to it
-            gb = g.sum(0) if len(ctx._aux) == 1 else g
+        gb = (g.sum(0) if sum_bias else g) if nb else None
         return gx, gw, gb
 
 
@@ -318,9 +335,14 @@ def linear(input, weight, bias=None):
     lead = input.shape[:-1]
     out = cls.apply(input.reshape(-1, input.shape[-1]), weight, bias)
     shape = tuple(lead) + (weight.shape[0],)
-    if bias is None and xd > 2:
-        return UnsafeView.apply(out, shape)
+    if bias is None:        # torch: matmul's view back (squeeze_ of the 1-D case)
+        return (_Squeeze0 if xd == 1 else UnsafeView).apply(out, shape)
     return out.view(shape)
+
+
+class _Squeeze0(View):
+    """The (1, out) -> (out,) view of linear(1-D input) without bias (torch's squeeze_(0))."""
+    _node_name = "SqueezeBackward4"
 
 
 # ------------------------------------------------------------------------------------------
@@ -430,7 +452,7 @@ class _NllPrep:
 
 
 def _nll_prepare(input, target, weight, ignore_index, reduction):
-    shape = tuple(input.shape)
+    shape = input._data.shape
     nd = len(shape)
     if nd < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
@@ -465,12 +487,17 @@ def _nll_prepare(input, target, weight, ignore_index, reduction):
     if t.dtype not in (np.int64, np.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_tname(t.dtype)}")
     t = t.astype(np.int64, copy=False)
-    ign = t == ignore_index
-    has_ign = bool(ign.any())
+    # the common case costs two reductions: all targets in [0, C) and none ignored
+    lo, hi = (int(t.min()), int(t.max())) if t.size else (0, 0)
+    has_ign = lo <= ignore_index <= hi
     if has_ign:
-        t = np.where(ign, 0, t)
-    bad = (t < 0) | (t >= C)
-    if bad.any():
+        ign = t == ignore_index
+        has_ign = bool(ign.any())
+        if has_ign:
+            t = np.where(ign, 0, t)
+            lo, hi = int(t.min()), int(t.max())
+    if t.size and (lo < 0 or hi >= C):
+        bad = (t < 0) | (t >= C)
         raise IndexError(f"Target {int(target._data[bad][0])} is out of bounds.")
     dtype = input.dtype
     wt = None if W is None else W[t]
@@ -524,8 +551,20 @@ def _nll_forward_np(x, p):
         return loss.astype(x.dtype, copy=False)
     s = loss.sum()
     if p.reduction == "mean":
-        s = s / p.denom
+        with np.errstate(invalid="ignore", divide="ignore"):   # all ignored: nan, as torch
+            s = s / p.denom
     return np.asarray(s, dtype=x.dtype)
+
+
+def _masked(s, p):
+    """The per-element gradient scale s with ignored targets set to exactly 0 (so that a mean
+    over no counted element, s = g / 0, gives 0 there and not inf * 0 = nan, as torch)."""
+    if p.mask is None:
+        return s
+    if isinstance(s, TensorBase):
+        return mask_fill(s, ~p.mask) if s.dim() else mask_fill(
+            s.expand(p.mask.shape), ~p.mask)
+    return np.where(p.mask, s, 0).astype(np.result_type(s), copy=False)
 
 
 def _nll_coef(p, dtype):
@@ -552,6 +591,20 @@ class _NllLoss2d(_NllLoss):
     _node_name = "NllLoss2DBackward0"
 
 
+class _NllLossView(_NllLoss):
+    """K-dim input other than 4-D with reduction='none': torch's top node is the view back."""
+    _node_name = "ViewBackward0"
+
+
+def _kdim(nd, reduction):
+    """Which of torch's top nodes: 0 NllLoss, 1 NllLoss2D, 2 the ViewBackward0 that torch
+    records for 3-D and >= 5-D inputs with reduction='none' (it calls nll_loss2d on a 4-D
+    view of them)."""
+    if nd < 3:
+        return 0
+    return 2 if reduction == "none" and nd != 4 else 1
+
+
 class _NllLossGrad(Function):
     """The gradient of nll_loss: zeros with -w[t_i] * s_i at (i, t_i). It is linear in g;
     its own gradient is nll_loss of the incoming gradient (the adjoint)."""
@@ -563,14 +616,16 @@ class _NllLossGrad(Function):
             ctx._aux = prep
         G = g._data
         out = np.zeros(prep.shape, dtype=G.dtype)
-        s = _scale(G, prep.reduction, prep.denom)
-        _sub_at(out, prep.t, s * _nll_coef(prep, G.dtype))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vals = _masked(_scale(G, prep.reduction, prep.denom), prep) * _nll_coef(prep,
+                                                                                     G.dtype)
+        _sub_at(out, prep.t, vals)
         return out
 
     @staticmethod
     def backward(ctx, gg):
         prep = ctx._aux
-        cls = _NllLoss2d if len(prep.shape) >= 3 else _NllLoss
+        cls = (_NllLoss, _NllLoss2d, _NllLossView)[_kdim(len(prep.shape), prep.reduction)]
         return cls.apply(gg, prep), None
 
 
@@ -579,8 +634,8 @@ class _CrossEntropy(Function):
     log_softmax and nll in one node.
 
     loss_i = (1 - eps) * w[t_i] * -lsm[i, t_i] + eps / C * mask_i * sum_c w_c * -lsm[i, c]
-    d/dx_i = s_i * (p_i * ((1-eps) w[t_i] + eps/C mask_i sum(w)) - (1-eps) w[t_i] onehot(t_i)
-                    - eps/C mask_i w),   p = softmax(x), s_i = g_i (or g / N for 'mean').
+    d/dx_i = s_i * (p_i * ((1-eps) w[t_i] + eps/C sum(w)) - (1-eps) w[t_i] onehot(t_i)
+                    - eps/C w),   p = softmax(x), s_i = mask_i * (g_i, or g / N for 'mean').
     """
     _node_name = "NllLossBackward0"
 
@@ -601,7 +656,8 @@ class _CrossEntropy(Function):
             if prep.reduction == "sum":
                 sm = sm.sum()
             elif prep.reduction == "mean":
-                sm = sm.sum() / prep.denom
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    sm = sm.sum() / prep.denom
             out = np.asarray((1 - eps) * out + sm * (eps / C), dtype=x.dtype)
         if ctx is not None:
             ctx.save_for_backward(input)
@@ -613,40 +669,37 @@ class _CrossEntropy(Function):
         (input,) = ctx.saved_tensors
         prep, eps, lsm = ctx._aux
         dt = lsm.dtype
-        cax, C = prep.cax, prep.C
-        nllw = _nll_coef(prep, dt)
+        cax, C, nd = prep.cax, prep.C, lsm.ndim
+        nllw = _nll_coef(prep, dt)              # w[t_i] (0 where ignored), or 1
+        # d/dx_i = s_i * (p_i * a_i - (1 - eps) w[t_i] onehot(t_i) - eps / C * w), with
+        # a_i = (1 - eps) w[t_i] + eps / C * sum(w); s_i = 0 for ignored targets
         a = (1 - eps) * nllw
-        sw = None
         if eps > 0:
-            sw = prep.weight.sum() if prep.weight is not None else C
-            mask = prep.mask.astype(dt) if prep.mask is not None else np.asarray(1.0, dt)
-            a = a + (eps / C) * mask * sw
+            a = a + (eps / C) * (prep.weight.sum() if prep.weight is not None else C)
+        wv = _class_view(prep.weight, cax, nd) if prep.weight is not None else None
         if not _grad_enabled():
-            # first-order: (softmax - onehot) * w * s, in place on one new array
-            G = g._data
-            s = _scale(G, prep.reduction, prep.denom)
-            gx = np.exp(lsm)
-            gx *= _expand_class(np.asarray(s * a, dtype=dt), cax, lsm.ndim)
-            _sub_at(gx, prep.t, s * (1 - eps) * nllw)
-            if eps > 0:
-                wv = (_class_view(prep.weight, cax, lsm.ndim) if prep.weight is not None
-                      else np.asarray(1.0, dt))
-                gx -= _expand_class(np.asarray(s * (eps / C) * mask, dtype=dt), cax,
-                                    lsm.ndim) * wv
+            # first order: one new array, (softmax * a - onehot * w - eps/C w) * s in place
+            with np.errstate(invalid="ignore", divide="ignore"):
+                s = _masked(_scale(g._data, prep.reduction, prep.denom), prep)
+                gx = np.exp(lsm)
+                gx *= _expand_class(np.asarray(s * a, dtype=dt), cax, nd)
+                _sub_at(gx, prep.t, s * ((1 - eps) * nllw))
+                if eps > 0:
+                    se = _expand_class(np.asarray(s * (eps / C), dtype=dt), cax, nd)
+                    gx -= se * wv if wv is not None else se
             return _wrap(gx), None, None
         # create_graph: the same formula in cgrad ops, softmax recomputed differentiably
         p = _LogSoftmax.apply(input, cax).exp()
-        s = _scale(g, prep.reduction, float(prep.denom))
-        if s.dim() > 0:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = _masked(_scale(g, prep.reduction, float(prep.denom)), prep)
+        if s.dim() > 0 and nd > 1:
             s = s.unsqueeze(cax)
-        A = _wrap(_expand_class(np.asarray(a, dtype=dt), cax, lsm.ndim))
+        A = _wrap(_expand_class(np.asarray(a, dtype=dt), cax, nd))
         B = np.zeros(lsm.shape, dtype=dt)
         _sub_at(B, prep.t, -(1 - eps) * nllw)
         if eps > 0:
-            wv = (_class_view(prep.weight, cax, lsm.ndim) if prep.weight is not None
-                  else np.asarray(1.0, dt))
-            B = B + _expand_class(np.asarray((eps / C) * mask, dtype=dt), cax, lsm.ndim) * wv
-        return p * (s * A) - s * _wrap(B.astype(dt, copy=False)), None, None
+            B += (eps / C) * wv if wv is not None else eps / C
+        return p * (s * A) - s * _wrap(B), None, None
 
 
 def _expand_class(arr, cax, ndim):
@@ -658,6 +711,10 @@ def _expand_class(arr, cax, ndim):
 
 class _CrossEntropy2d(_CrossEntropy):
     _node_name = "NllLoss2DBackward0"
+
+
+class _CrossEntropyView(_CrossEntropy):
+    _node_name = "ViewBackward0"
 
 
 class _CrossEntropySmooth(_CrossEntropy):
@@ -733,7 +790,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable(weight, "nll_loss_forward", "weight")
     prep = _nll_prepare(input, target, weight, ignore_index, reduction)
-    cls = _NllLoss2d if input.dim() >= 3 else _NllLoss
+    cls = (_NllLoss, _NllLoss2d, _NllLossView)[_kdim(input.dim(), reduction)]
     return cls.apply(input, prep)
 
 
@@ -788,7 +845,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         cls = _CrossEntropySmooth
     else:
         eps = 0.0
-        cls = _CrossEntropy2d if input.dim() >= 3 else _CrossEntropy
+        cls = (_CrossEntropy, _CrossEntropy2d, _CrossEntropyView)[_kdim(input.dim(), reduction)]
     return cls.apply(input, prep, eps)
 
 
@@ -807,15 +864,20 @@ def _result_dtype(x, t):
     return result_dtype(x, t)
 
 
+def _diff(x, t):
+    """x - t in the promoted dtype, always a fresh ndarray (also for 0-d inputs)."""
+    d = np.subtract(x, t, dtype=_result_dtype(x, t))
+    return d if type(d) is np.ndarray else np.asarray(d)
+
+
 class _MseLoss(Function):
     """mean/sum/none of (x - t)**2 (broadcast).  d/dx = 2 (x - t) s, d/dt = -d/dx."""
     _node_name = "MseLossBackward0"
 
     @staticmethod
     def forward(ctx, input, target, reduction):
-        x, t = input._data, target._data
-        dt = _result_dtype(x, t)
-        d = np.subtract(x, t, dtype=dt)
+        d = _diff(input._data, target._data)
+        dt = d.dtype
         np.square(d, out=d)
         if ctx is not None:
             ctx.save_for_backward(input, target)
@@ -837,8 +899,7 @@ class _AbsDiff(Function):
 
     @staticmethod
     def forward(ctx, input, target):
-        x, t = input._data, target._data
-        d = np.subtract(x, t, dtype=_result_dtype(x, t))
+        d = _diff(input._data, target._data)
         if ctx is not None:
             ctx.save_for_backward(input, target)
         return np.abs(d, out=d)
@@ -847,9 +908,7 @@ class _AbsDiff(Function):
     def backward(ctx, g):
         input, target = ctx.saved_tensors
         nx, nt = ctx.needs_input_grad
-        x, t = input._data, target._data
-        sgn = _wrap(np.sign(np.subtract(x, t, dtype=_result_dtype(x, t))))
-        gd = g * sgn
+        gd = g * _wrap(np.sign(_diff(input._data, target._data)))
         return gd if nx else None, -gd if nt else None
 
 
@@ -902,6 +961,87 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return d.sum() if reduction == "sum" else d.mean()
 
 
+class _SmoothL1(Function):
+    """smooth_l1_loss (huber=False): 0.5 d^2 / beta where |d| < beta, else |d| - beta / 2;
+    huber_loss (huber=True): 0.5 d^2 where |d| < delta, else delta (|d| - delta / 2);
+    d = x - t.  d/dx = s * clamp(d, -beta, beta) (/ beta for smooth_l1), d/dt = -d/dx."""
+    _node_name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def forward(ctx, input, target, reduction, beta, huber):
+        d = _diff(input._data, target._data)
+        ad = np.abs(d, out=np.empty_like(d))    # an array also for 0-d inputs
+        small = ad < beta
+        quad = np.square(d, out=d)
+        quad *= 0.5 if huber else 0.5 / beta
+        lin = ad
+        lin -= 0.5 * beta
+        if huber:
+            lin *= beta
+        np.copyto(lin, quad, where=small)
+        if ctx is not None:
+            ctx.save_for_backward(input, target)
+            ctx._aux = (reduction, lin.size, beta, huber)
+        return _reduce_np(lin, reduction, lin.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, target = ctx.saved_tensors
+        reduction, n, beta, huber = ctx._aux
+        nx, nt = ctx.needs_input_grad[:2]
+        d = (input - target).clamp(-beta, beta)
+        s = _scale(g, reduction, n)
+        gd = d * (s if huber else s / beta)
+        return gd if nx else None, -gd if nt else None, None, None, None
+
+
+class _Huber(_SmoothL1):
+    _node_name = "HuberLossBackward0"
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1: ``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``
+    (``d = input - target``), reduced. One node (``SmoothL1LossBackward0``); ``beta=0`` is
+    ``l1_loss``."""
+    target = _as_tensor(target, input)
+    _warn_size(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_get_string(size_average, reduce)
+    _broadcast_shape(input.shape, target.shape)
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    reduction = _reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _SmoothL1.apply(input, target, reduction, float(beta), False)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber: ``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``, reduced.
+    One node (``HuberLossBackward0``). A ``weight`` of the input's shape multiplies the
+    elementwise loss before the reduction ('mean' is then the plain mean, as torch)."""
+    target = _as_tensor(target, input)
+    _warn_size(input, target)
+    _broadcast_shape(input.shape, target.shape)
+    if weight is None:
+        reduction = _reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is None:
+        return _Huber.apply(input, target, reduction, float(delta), True)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = _Huber.apply(input, target, "none", float(delta), True) * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
+
+
 # ------------------------------------------------------------------------------------------
 # binary cross entropy
 # ------------------------------------------------------------------------------------------
@@ -949,7 +1089,7 @@ class _BCEWithLogits(Function):
     @staticmethod
     def forward(ctx, input, target, weight, pos_weight, reduction):
         x, t = input._data, target._data
-        dt = _result_dtype(x, t)
+        dt = t.dtype                        # torch: the result has the target's dtype
         sp = np.maximum(-x, 0) + _softplus_neg_abs_np(x)        # softplus(-x)
         if pos_weight is not None:
             lw = (pos_weight - 1) * t + 1
@@ -1011,13 +1151,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         W = weight._data
         try:
-            np.broadcast_shapes(W.shape, x.shape)
-            if len(W.shape) > x.ndim:
-                raise ValueError
+            bshape = np.broadcast_shapes(W.shape, x.shape)
         except ValueError:
-            raise RuntimeError(f"Attempting to broadcast a dimension of length {W.shape[-1]}: "
-                               f"weight of shape {_shape_list(W.shape)} should be broadcastable "
-                               f"to {_shape_list(x.shape)}") from None
+            bshape = None
+        if bshape is not None and bshape != x.shape:
+            raise RuntimeError(f"output with shape {_shape_list(x.shape)} doesn't match the "
+                               f"broadcast shape {_shape_list(bshape)}")
+        for i in range(1, min(W.ndim, x.ndim) + 1):
+            if W.shape[-i] != 1 and W.shape[-i] != x.shape[-i]:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {W.shape[-i]} at {-i}! "
+                    f"Mismatching argument at index 1 had {_size_str(W.shape)}; but expected "
+                    f"shape should be broadcastable to {_shape_list(x.shape)}")
         W = W.astype(x.dtype, copy=False)
     return _BCE.apply(input, target, W, reduction)
 
@@ -1043,7 +1188,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     W = PW = None
     if weight is not None:
         W = weight._data
-        _broadcast_shape(W.shape, x.shape)
+        _broadcast_shape(x.shape, W.shape)
         W = W.astype(dt, copy=False)
     if pos_weight is not None:
         PW = pos_weight._data
@@ -1218,11 +1363,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
                                f"got {name} of shape {_shape_list(p.shape)} and "
                                f"normalized_shape = {_shape_list(ns)}")
-    if k == 0 or len(shape) < k or shape[len(shape) - k:] != ns:
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    if len(shape) < k or shape[len(shape) - k:] != ns:
         raise RuntimeError(f"Given normalized_shape={_shape_list(ns)}, expected input with shape "
                            f"[*, {', '.join(str(s) for s in ns)}], but got input of size"
                            f"{_shape_list(shape)}")
-    _check_float(input._data, "native_layer_norm")
+    _check_float(input._data, "LayerNormKernelImpl")
     for p in (weight, bias):
         if p is not None and p.dtype != input.dtype:
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
@@ -1301,9 +1449,7 @@ class _ConstantPad(Function):
             n = x.shape[d]
             size = n + lo + hi
             if size < 0:
-                raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} "
-                                   f"resulted in a negative output size, which is invalid. "
-                                   f"Check dimension {d} of your input.")
+                raise RuntimeError("narrow(): length must be non-negative.")
             new_shape[d] = size
             s0, s1 = max(-lo, 0), n - max(-hi, 0)
             src[d] = slice(s0, max(s1, s0))
