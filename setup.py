@@ -1,10 +1,13 @@
-"""Build the compiled core cgrad._C (csrc/*.c + cgrad/_C.pyx).
+"""Build the compiled core cgrad._C (csrc/cg_graph.c, cg_engine.c + cgrad/_C.pyx) and the
+sparse kernel module cgrad._sparse (csrc/cg_sparse.c + cgrad/_sparse.pyx).
 
 Metadata lives in pyproject.toml; this file only declares the extension.
 Switches (environment variables, as msgspec):
   CGRAD_DEBUG=1     -O0 -g, assertions on, Cython bound checks, -Wall -Wextra
   CGRAD_SANITIZE=1  -fsanitize=address,undefined
   CGRAD_ANNOTATE=1  write Cython's annotated HTML next to the .pyx
+Both modules get the same switches; cgrad._sparse is built with -O3 (portable: never
+-march=native) and POSIX threads.
 """
 import os
 from glob import glob
@@ -18,7 +21,7 @@ def _flag(name):
     return os.environ.get(name, "") not in ("", "0")
 
 
-def get_ext_options():
+def get_ext_options(opt="-O2", threads=False):
     compile_args = ["-std=c11"] if os.name != "nt" else []
     link_args = []
     directives = {"language_level": 3, "boundscheck": False, "wraparound": False,
@@ -29,10 +32,13 @@ def get_ext_options():
         compile_args += ["-O0", "-g", "-UNDEBUG", "-Wall", "-Wextra"]
         directives["boundscheck"] = True
     else:
-        compile_args += ["-O2"]
+        compile_args += [opt]
     if _flag("CGRAD_SANITIZE"):
         compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
         link_args += ["-fsanitize=address,undefined"]
+    if threads and os.name != "nt":
+        compile_args += ["-pthread"]
+        link_args += ["-pthread"]
     return dict(include_dirs=["csrc", numpy.get_include()], define_macros=macros,
                 extra_compile_args=compile_args, extra_link_args=link_args), directives
 
@@ -45,5 +51,13 @@ ext = Extension(
     **opts,
 )
 
-setup(ext_modules=cythonize([ext], compiler_directives=directives,
+sparse_opts, _ = get_ext_options(opt="-O3", threads=True)
+sparse_ext = Extension(
+    "cgrad._sparse",
+    sources=["cgrad/_sparse.pyx", "csrc/cg_sparse.c"],
+    depends=["csrc/cg_sparse.h"],
+    **sparse_opts,
+)
+
+setup(ext_modules=cythonize([ext, sparse_ext], compiler_directives=directives,
                             annotate=_flag("CGRAD_ANNOTATE")))

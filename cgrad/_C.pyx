@@ -59,19 +59,22 @@ _SECOND_TIME = (
 # sparse: the sparse COO tensor class (a Python subclass of Tensor whose _data is a
 # zero-strided placeholder carrying shape and dtype) and its rules, registered by
 # cgrad.sparse: _sparse_acc(cur, g, owned, create_graph) -> new .grad (cur may be None);
+# _sparse_add(a, b, create_graph) -> a + b in either order (engine buffers, never in place);
 # _sparse_alias(t) -> a new sparse tensor sharing t's storage (no history).
 cdef object _sparse_cls = None
 cdef object _sparse_acc = None
+cdef object _sparse_add = None
 cdef object _sparse_alias = None
 
 
-def _register_sparse(cls, accumulate, alias):  # sparse:
+def _register_sparse(cls, accumulate, add, alias):  # sparse:
     """Called once by cgrad.sparse."""
-    global _sparse_cls, _sparse_acc, _sparse_alias
+    global _sparse_cls, _sparse_acc, _sparse_add, _sparse_alias
     if not issubclass(cls, TensorBase):
         raise TypeError("sparse tensor class must subclass TensorBase")
     _sparse_cls = cls
     _sparse_acc = accumulate
+    _sparse_add = add
     _sparse_alias = alias
 
 
@@ -959,6 +962,9 @@ cdef object _apply(_FnInfo info, tuple args):
         cg_set_grad_enabled(False)
         try:
             out = cls.forward(None, *args)
+        except ValueError as e:
+            _raise_broadcast_error(e)
+            raise
         finally:
             cg_set_grad_enabled(prev)
         if type(out) is tuple:
@@ -997,6 +1003,9 @@ cdef object _apply(_FnInfo info, tuple args):
             cls.setup_context(ctx, args, out)
         else:
             out = cls.forward(ctx, *args)
+    except ValueError as e:
+        _raise_broadcast_error(e)
+        raise
     finally:
         cg_set_grad_enabled(prev)
     ctx._args = None
@@ -1055,6 +1064,30 @@ cdef object _promote_py = None     # cgrad.ops.elementwise._promote_any(out, x, 
 # Python forward. The node it records is identical to what the registered Function's
 # forward would record (same class, edges, saved tensors, ctx._aux), so that Function's
 # backward runs unchanged; tests/test_ops_core.py compares both paths.
+_BCAST = "operands could not be broadcast together with shapes "
+
+
+cdef void _raise_broadcast_error(object e) except *:
+    """Turn NumPy's broadcasting ValueError into torch's RuntimeError (same text)."""
+    msg = str(e)
+    if not msg.startswith(_BCAST):
+        return
+    import re
+    shapes = [tuple(int(d) for d in m.split(",") if d.strip())
+              for m in re.findall(r"\(([\d,]*)\)", msg)]
+    if len(shapes) < 2:
+        return
+    sa, sb = shapes[0], shapes[1]
+    n = max(len(sa), len(sb))
+    for k in range(1, n + 1):
+        da = sa[len(sa) - k] if k <= len(sa) else 1
+        db = sb[len(sb) - k] if k <= len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                f"non-singleton dimension {n - k}") from None
+
+
 cdef object _binop(int code, object self, object other, bint reflected):
     cdef object tp = type(other)
     cdef bint scalar
@@ -1102,14 +1135,18 @@ cdef object _binop(int code, object self, object other, bint reflected):
         x = a._data
     y = b._data
     info = <_FnInfo>_tt_ops[code]
-    if code == 0:
-        out = x + y
-    elif code == 1:
-        out = x - y
-    elif code == 2:
-        out = x * y
-    else:
-        out = x / y
+    try:
+        if code == 0:
+            out = x + y
+        elif code == 1:
+            out = x - y
+        elif code == 2:
+            out = x * y
+        else:
+            out = x / y
+    except ValueError as e:
+        _raise_broadcast_error(e)
+        raise
     if (<object>out).dtype is not (<object>x).dtype or (<object>out).dtype is not (<object>y).dtype:
         out = _promote_py(code, out, x, y)
     if not ((a._requires_grad or b._requires_grad) and cg_grad_enabled()):
@@ -1506,8 +1543,11 @@ cdef inline bint _stealable(PyObject *g, bint owned):
         return False
     if owned:
         return True
-    # refs: the engine buffer (1) + `t` above (1); the array: t._data (1) + `arr` (1)
-    if Py_REFCNT(t) > 2 or Py_REFCNT(arr) > 2:
+    # refs to the Tensor: the engine buffer, or the hook result `r`, in _accumulate_leaf (1)
+    # + `g` in _accumulate_leaf (1: Cython owns a reassigned argument) + `t` above (1);
+    # to the array: t._data (1) + `arr` (1). Pinned by test_memory's steal tests: if Cython
+    # ever borrowed one of these, the tests see a copy instead of a steal.
+    if Py_REFCNT(t) > 3 or Py_REFCNT(arr) > 2:
         return False
     if cnp.PyArray_BASE(<cnp.ndarray>arr) != NULL:
         return False
@@ -1567,7 +1607,9 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
     cdef TensorBase ta, tb
     A = <object>a
     B = <object>b
-    if (<_RunState>state).create_graph or not (
+    if type(A) is _sparse_cls or type(B) is _sparse_cls:     # sparse:
+        r = _sparse_add(A, B, (<_RunState>state).create_graph)
+    elif (<_RunState>state).create_graph or not (
             type(A) is _tensor_cls and type(B) is _tensor_cls):
         r = A + B
     else:

@@ -24,6 +24,8 @@ from cgrad.ops.reduce import sum_to as _sum_to
 
 
 def _cast(g, dtype):
+    if g.is_sparse:     # sparse: keep the layout
+        return g.to(dtype)
     from cgrad.ops import ToCopy
     return ToCopy.apply(g, dtype)
 
@@ -56,6 +58,10 @@ def _install_extensions():
 
 
 _install_extensions()
+
+from cgrad import sparse  # noqa: E402  # sparse: the cgrad.sparse namespace
+from cgrad.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402  # sparse:
+mm = sparse._sparse_aware_mm(mm)  # noqa: F405  # sparse: cgrad.mm(sparse, dense)
 
 
 def is_tensor(obj):

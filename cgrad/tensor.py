@@ -22,6 +22,28 @@ _IDIV = _inplace.ufunc_inplace(np.true_divide)
 _IPOW = _inplace.ufunc_inplace(np.power)
 
 
+_AXPY = {}
+
+
+def _axpy(self, other, alpha):
+    """self += alpha * other with BLAS axpy, in place and without a temporary (the
+    optimizer-step pattern `p.data.add_(g, alpha=-lr)`); False when it does not apply."""
+    if not isinstance(other, _C.TensorBase) or _inplace.needs_record(self, other):
+        return False
+    a, b = self._data, other._data
+    if (a.dtype != b.dtype or a.shape != b.shape or a.dtype.char not in "fd" or a.size < 4096
+            or not a.flags.c_contiguous or not a.flags.writeable
+            or not b.flags.c_contiguous or np.shares_memory(a, b)):
+        return False
+    fn = _AXPY.get(a.dtype.char)
+    if fn is None:
+        from scipy.linalg import blas
+        fn = _AXPY[a.dtype.char] = blas.saxpy if a.dtype.char == "f" else blas.daxpy
+    fn(b.reshape(-1), a.reshape(-1), a=alpha)
+    self._bump_version()
+    return True
+
+
 def _float_only(ufunc, name):
     def fn(a):
         if a.dtype.kind not in "fc":
@@ -204,6 +226,11 @@ class Tensor(_C.TensorBase):
     def cpu(self):
         return self
 
+    def to_sparse(self, sparse_dim=None):  # sparse: Tensor.to_sparse()
+        """A coalesced sparse COO tensor holding the nonzero entries (1-D or 2-D)."""
+        from cgrad.sparse import to_sparse
+        return to_sparse(self, sparse_dim)
+
     # -- arithmetic: + - * / ** and unary - are C slots of TensorBase (see _C._binop) ----
     __array_ufunc__ = None   # make NumPy defer to our reflected operators
 
@@ -327,11 +354,15 @@ class Tensor(_C.TensorBase):
 
     def add_(self, other, *, alpha=1):
         if alpha != 1:
+            if _axpy(self, other, alpha):
+                return self
             other = other * alpha
         return _inplace.apply_inplace(self, _IADD, (other,), lambda s: s + other, False)
 
     def sub_(self, other, *, alpha=1):
         if alpha != 1:
+            if _axpy(self, other, -alpha):
+                return self
             other = other * alpha
         return _inplace.apply_inplace(self, _ISUB, (other,), lambda s: s - other, False)
 

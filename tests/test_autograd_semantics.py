@@ -7,6 +7,7 @@ on its own otherwise.
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import warnings
 import weakref
@@ -191,8 +192,7 @@ def test_inplace_dtype_rule(m):
     assert arr(i).tolist() == [3, 4]
 
 
-@both
-def test_setitem_plain(m):
+def _setitem_plain(m):
     x = m.zeros(3, 4)
     x[1] = 1.0
     x[:, 2] = m.tensor([5.0, 6.0, 7.0])
@@ -202,9 +202,14 @@ def test_setitem_plain(m):
     return arr(x)
 
 
+def test_setitem_plain():
+    x = _setitem_plain(cgrad)
+    assert x[1].tolist() == [1.0, 1.0, -1.0, 1.0]      # 6 > 5.5 was overwritten
+
+
 def test_setitem_plain_matches_torch():
     pytest.importorskip("torch")
-    np.testing.assert_array_equal(test_setitem_plain(cgrad), test_setitem_plain(torch))
+    np.testing.assert_array_equal(_setitem_plain(cgrad), _setitem_plain(torch))
 
 
 @both
@@ -602,3 +607,40 @@ def test_needs_input_grad_ignored_backward_still_correct():
     ga, = cgrad.autograd.grad(Full.apply(a, b), a)
     assert ga.item() == 3.0
     assert b.grad is None
+
+
+# ------------------------------------------------------------------------------------------
+# broadcasting errors: torch's RuntimeError, from operators and from ops
+# ------------------------------------------------------------------------------------------
+BCAST = [
+    ("add", lambda m: m.ones(3, 4) + m.ones(3), "a (4) must match the size of tensor b (3) "
+                                                "at non-singleton dimension 1"),
+    ("mul", lambda m: m.ones(3, 4, requires_grad=True) * m.ones(3, 3),
+     "a (4) must match the size of tensor b (3) at non-singleton dimension 1"),
+    ("sub3d", lambda m: m.ones(2, 3, 4) - m.ones(5, 1, 4),
+     "a (2) must match the size of tensor b (5) at non-singleton dimension 0"),
+    ("maximum", lambda m: m.maximum(m.ones(3, 4), m.ones(3)),
+     "a (4) must match the size of tensor b (3) at non-singleton dimension 1"),
+]
+
+
+@both
+@pytest.mark.parametrize("case", BCAST, ids=[c[0] for c in BCAST])
+def test_broadcast_errors_match_torch(m, case):
+    _, fn, phrase = case
+    with pytest.raises(RuntimeError, match=r"The size of tensor " + re.escape(phrase)):
+        fn(m)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [10, 10000])
+def test_add_sub_alpha_in_place(dtype, n):
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    a, b = cgrad.tensor(a0), cgrad.tensor(b0)
+    buf = a._data
+    a.add_(b, alpha=-0.5)
+    a.sub_(b, alpha=0.25)
+    assert a._data is buf and a._version == 2
+    np.testing.assert_allclose(a.numpy(), a0 - 0.75 * b0, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(b.numpy(), b0)

@@ -306,3 +306,68 @@ def test_deep_chain_of_builtin_ops():
     r = weakref.ref(y.grad_fn)
     del y
     assert r() is None
+
+
+# ------------------------------------------------------------------------------------------
+# Note [Grad buffer ownership]: a fresh gradient nobody else holds becomes .grad without a
+# copy; one that somebody holds is copied.
+# ------------------------------------------------------------------------------------------
+def _fresh_grad_fn(ids, keep=None):
+    class Twice(cgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 2
+            ids.append(id(out._data))
+            if keep is not None:
+                keep.append(out)
+            return out
+    return Twice
+
+
+def test_fresh_gradient_is_stolen_not_copied():
+    ids = []
+    x = cgrad.tensor(np.ones(1000), requires_grad=True)
+    _fresh_grad_fn(ids).apply(x).backward(cgrad.ones(1000, dtype=cgrad.float64))
+    assert id(x.grad._data) == ids[0]           # the very array backward returned
+
+
+def test_gradient_held_elsewhere_is_copied():
+    ids, keep = [], []
+    x = cgrad.tensor(np.ones(1000), requires_grad=True)
+    _fresh_grad_fn(ids, keep).apply(x).backward(cgrad.ones(1000, dtype=cgrad.float64))
+    assert x.grad._data is not keep[0]._data
+    with cgrad.no_grad():
+        x.grad.add_(1.0)
+    assert keep[0]._data[0] == 2.0              # the held tensor is untouched
+
+
+def test_hook_result_held_by_user_is_copied_and_not_mutated_later():
+    held = []
+    x = cgrad.tensor(np.ones(4), requires_grad=True)
+
+    def hook(g):
+        r = g * 3
+        held.append(r)
+        return r
+    x.register_hook(hook)
+    (x * 2).sum().backward()
+    (x * 2).sum().backward()                    # accumulates in place into x.grad
+    assert held[0].tolist() == [6.0] * 4
+    assert x.grad.tolist() == [12.0] * 4
+
+
+def test_hook_result_nobody_holds_is_stolen():
+    ids = []
+    x = cgrad.tensor(np.ones(1000), requires_grad=True)
+
+    def hook(g):
+        r = g * 3
+        ids.append(id(r._data))
+        return r
+    x.register_hook(hook)
+    (x * 2).sum().backward()
+    assert id(x.grad._data) == ids[0]

@@ -1,0 +1,108 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
+"""cgrad._sparse: the compiled SDDMM kernel (csrc/cg_sparse.c) behind cgrad.sparse.
+
+``sddmm(row, col, G, B, out=None, nthreads=1)`` computes ``out[k] = dot(G[row[k]], B[col[k]])``
+for every stored entry k, with the GIL released. Used by cgrad.sparse for the gradient of
+the values of a sparse matrix in ``A @ B``; cgrad.sparse falls back to chunked NumPy when
+this module is missing or ``CGRAD_NO_SPARSE_EXT=1``.
+"""
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "cg_sparse.h" nogil:
+    int64_t cg_sddmm_f32(const int64_t *row, const int64_t *col, int64_t nnz,
+                         const float *G, int64_t ldg, int64_t g_rows,
+                         const float *B, int64_t ldb, int64_t b_rows,
+                         int64_t F, float *out, int nthreads)
+    int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
+                         const double *G, int64_t ldg, int64_t g_rows,
+                         const double *B, int64_t ldb, int64_t b_rows,
+                         int64_t F, double *out, int nthreads)
+    int cg_sparse_has_threads()
+
+
+HAS_THREADS = bool(cg_sparse_has_threads())
+
+
+cdef cnp.ndarray _index_array(object a, str name):
+    if not (cnp.PyArray_Check(a) and a.dtype == np.int64 and a.ndim == 1):
+        raise TypeError(f"sddmm: {name} must be a 1-D int64 ndarray")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
+        a = np.ascontiguousarray(a)
+    return <cnp.ndarray>a
+
+
+cdef cnp.ndarray _dense_rows(object a, str name, object dtype):
+    """A 2-D float array whose rows are contiguous (any row stride, including 0)."""
+    if not (cnp.PyArray_Check(a) and a.ndim == 2):
+        raise TypeError(f"sddmm: {name} must be a 2-D ndarray")
+    if a.dtype != dtype:
+        raise TypeError(f"sddmm: {name} has dtype {a.dtype}, expected {dtype}")
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    cdef Py_ssize_t item = arr.itemsize
+    if arr.shape[1] > 1 and arr.strides[1] != item:
+        arr = np.ascontiguousarray(arr)
+    if arr.shape[0] > 1 and (arr.strides[0] < 0 or arr.strides[0] % item != 0):
+        arr = np.ascontiguousarray(arr)
+    return arr
+
+
+def sddmm(row, col, G, B, out=None, int nthreads=1):
+    """out[k] = dot(G[row[k], :], B[col[k], :]) for k < len(row); returns out.
+
+    row, col: 1-D int64 arrays of equal length; G (n, F) and B (m, F): float32 or float64
+    arrays of the same dtype whose rows are contiguous; out: None or a contiguous writeable
+    1-D array of that dtype and length. Raises IndexError for an index out of range.
+    """
+    cdef cnp.ndarray r = _index_array(row, "row")
+    cdef cnp.ndarray c = _index_array(col, "col")
+    cdef int64_t nnz = r.shape[0]
+    if c.shape[0] != nnz:
+        raise ValueError(f"sddmm: row and col have different lengths ({nnz} and {c.shape[0]})")
+    if not cnp.PyArray_Check(G):
+        raise TypeError("sddmm: G must be a 2-D ndarray")
+    dtype = G.dtype
+    if dtype != np.float32 and dtype != np.float64:
+        raise TypeError(f"sddmm: only float32 and float64 are supported, got {dtype}")
+    cdef cnp.ndarray g = _dense_rows(G, "G", dtype)
+    cdef cnp.ndarray b = _dense_rows(B, "B", dtype)
+    if g.shape[1] != b.shape[1]:
+        raise ValueError(
+            f"sddmm: G and B must have the same number of columns, got {g.shape[1]} and "
+            f"{b.shape[1]}")
+    cdef cnp.ndarray o
+    if out is None:
+        o = <cnp.ndarray>np.empty(nnz, dtype=dtype)
+    else:
+        if not (cnp.PyArray_Check(out) and out.ndim == 1 and out.shape[0] == nnz
+                and out.dtype == dtype and out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("sddmm: out must be a contiguous writeable 1-D array of length "
+                             "nnz and G's dtype")
+        o = <cnp.ndarray>out
+    cdef int64_t F = g.shape[1]
+    cdef Py_ssize_t item = g.itemsize
+    cdef int64_t ldg = g.strides[0] // item if g.shape[0] > 1 else F
+    cdef int64_t ldb = b.strides[0] // item if b.shape[0] > 1 else F
+    cdef int64_t g_rows = g.shape[0], b_rows = b.shape[0], bad
+    cdef const int64_t *rp = <const int64_t *>cnp.PyArray_DATA(r)
+    cdef const int64_t *cp = <const int64_t *>cnp.PyArray_DATA(c)
+    cdef void *gp = cnp.PyArray_DATA(g)
+    cdef void *bp = cnp.PyArray_DATA(b)
+    cdef void *op = cnp.PyArray_DATA(o)
+    if dtype == np.float32:
+        with nogil:
+            bad = cg_sddmm_f32(rp, cp, nnz, <const float *>gp, ldg, g_rows,
+                               <const float *>bp, ldb, b_rows, F, <float *>op, nthreads)
+    else:
+        with nogil:
+            bad = cg_sddmm_f64(rp, cp, nnz, <const double *>gp, ldg, g_rows,
+                               <const double *>bp, ldb, b_rows, F, <double *>op, nthreads)
+    if bad >= 0:
+        raise IndexError(
+            f"sddmm: entry {bad} has index ({r[bad]}, {c[bad]}) out of range for G with "
+            f"{g_rows} rows and B with {b_rows} rows")
+    return o

@@ -1,0 +1,112 @@
+"""SDDMM backends: the compiled kernel (cgrad._sparse) or chunked NumPy.
+
+``sddmm(row, col, G, B)`` returns ``out[k] = dot(G[row[k]], B[col[k]])``: the gradient of
+the stored values of A in ``A @ B``. Both backends work in O(nnz * F) time; the NumPy one
+uses two gather buffers of ``CHUNK`` rows (about 4 MB at F = 64 in float64), never
+``G[row]`` for all edges at once (0.5 GB per 1M x 64 edges).
+
+Backend choice: the compiled kernel when it is built, unless the environment variable
+``CGRAD_NO_SPARSE_EXT=1`` is set at import or ``use_extension(False)`` was called (tests run
+both). Threads: ``set_num_threads(n)``; the default is ``min(2, os.cpu_count())``, or
+``CGRAD_SPARSE_THREADS``. The result never depends on the thread count.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:
+    from cgrad import _sparse as _ext
+except ImportError:  # pragma: no cover - only when the module was not built
+    _ext = None
+
+CHUNK = 8192
+
+_use_ext = _ext is not None and os.environ.get("CGRAD_NO_SPARSE_EXT", "") in ("", "0")
+
+
+def _default_threads():
+    env = os.environ.get("CGRAD_SPARSE_THREADS", "")
+    if env.strip():
+        return max(1, int(env))
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+_num_threads = _default_threads()
+
+
+def extension_available():
+    """True if the compiled SDDMM kernel (cgrad._sparse) is importable."""
+    return _ext is not None
+
+
+def use_extension(flag=True):
+    """Select the compiled kernel (True, when built) or the NumPy fallback (False).
+    Returns the previous setting."""
+    global _use_ext
+    prev = _use_ext
+    _use_ext = bool(flag) and _ext is not None
+    return prev
+
+
+def backend():
+    """'c' or 'numpy': the SDDMM backend in use."""
+    return "c" if _use_ext else "numpy"
+
+
+def set_num_threads(n):
+    """Number of threads for the compiled SDDMM kernel (>= 1)."""
+    global _num_threads
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"set_num_threads: expected a positive number, got {n}")
+    _num_threads = n
+
+
+def get_num_threads():
+    return _num_threads
+
+
+def _rows(a):
+    """a as a 2-D array whose rows are contiguous (a copy only when they are not)."""
+    if a.ndim == 2 and (a.shape[1] <= 1 or a.strides[1] == a.itemsize):
+        return a
+    return np.ascontiguousarray(a)
+
+
+def sddmm_numpy(row, col, G, B, out=None, chunk=CHUNK):
+    """Chunked NumPy SDDMM (the fallback; also the reference in the tests)."""
+    nnz = row.shape[0]
+    dtype = G.dtype
+    if out is None:
+        out = np.empty(nnz, dtype=dtype)
+    if nnz == 0:
+        return out
+    F = G.shape[1]
+    if F == 1:
+        np.multiply(G[row, 0], B[col, 0], out=out)
+        return out
+    n = min(chunk, nnz)
+    bg = np.empty((n, F), dtype=dtype)
+    bb = np.empty((n, F), dtype=dtype)
+    for s in range(0, nnz, n):
+        e = min(s + n, nnz)
+        m = e - s
+        # mode='clip' skips the bounds check (2.3x faster); indices were validated when the
+        # sparse structure was built.
+        np.take(G, row[s:e], axis=0, out=bg[:m], mode="clip")
+        np.take(B, col[s:e], axis=0, out=bb[:m], mode="clip")
+        np.einsum("ij,ij->i", bg[:m], bb[:m], out=out[s:e])
+    return out
+
+
+def sddmm(row, col, G, B):
+    """out[k] = dot(G[row[k]], B[col[k]]) for int64 row/col and 2-D float G, B of one dtype.
+
+    Indices must be valid (the caller's structure was validated); the compiled kernel checks
+    them again and raises IndexError, the NumPy path clips.
+    """
+    if _use_ext and G.dtype.kind == "f" and G.dtype.itemsize in (4, 8):
+        return _ext.sddmm(row, col, _rows(G), _rows(B), None, _num_threads)
+    return sddmm_numpy(row, col, G, B)

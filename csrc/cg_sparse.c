@@ -1,0 +1,200 @@
+/* cg_sparse.c: SDDMM kernels (see cg_sparse.h for the contracts). No Python, no NumPy. */
+#include "cg_sparse.h"
+
+#include <stddef.h>
+
+#if !defined(_WIN32)
+#include <pthread.h>
+#define CG_HAVE_PTHREADS 1
+#else
+#define CG_HAVE_PTHREADS 0
+#endif
+
+#define CG_MAX_THREADS 64
+/* Below this much work (nnz * F multiply-adds) a second thread costs more than it saves. */
+#define CG_MIN_WORK_PER_THREAD ((int64_t)1 << 16)
+
+/* One dot product with 8 independent partial sums. The combination order is fixed, so the
+ * result depends only on the data, never on the thread that computes it. */
+#define CG_DEFINE_DOT(NAME, T)                                                            \
+    static inline T NAME(const T *g, const T *b, int64_t F)                               \
+    {                                                                                     \
+        T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;                 \
+        int64_t f = 0;                                                                    \
+        for (; f + 8 <= F; f += 8) {                                                      \
+            s0 += g[f] * b[f];                                                            \
+            s1 += g[f + 1] * b[f + 1];                                                    \
+            s2 += g[f + 2] * b[f + 2];                                                    \
+            s3 += g[f + 3] * b[f + 3];                                                    \
+            s4 += g[f + 4] * b[f + 4];                                                    \
+            s5 += g[f + 5] * b[f + 5];                                                    \
+            s6 += g[f + 6] * b[f + 6];                                                    \
+            s7 += g[f + 7] * b[f + 7];                                                    \
+        }                                                                                 \
+        switch (F - f) {                                                                  \
+        case 7: s6 += g[f + 6] * b[f + 6]; /* fall through */                             \
+        case 6: s5 += g[f + 5] * b[f + 5]; /* fall through */                             \
+        case 5: s4 += g[f + 4] * b[f + 4]; /* fall through */                             \
+        case 4: s3 += g[f + 3] * b[f + 3]; /* fall through */                             \
+        case 3: s2 += g[f + 2] * b[f + 2]; /* fall through */                             \
+        case 2: s1 += g[f + 1] * b[f + 1]; /* fall through */                             \
+        case 1: s0 += g[f] * b[f]; /* fall through */                                     \
+        default: break;                                                                   \
+        }                                                                                 \
+        return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));                         \
+    }
+
+CG_DEFINE_DOT(dot_f32, float)
+CG_DEFINE_DOT(dot_f64, double)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CG_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define CG_PREFETCH(p) ((void)0)
+#endif
+/* Rows are gathered in random order, so the loop is bound by memory latency: prefetch the
+ * rows of the entry CG_PREFETCH_AHEAD positions ahead (about 30% faster on random graphs). */
+#define CG_PREFETCH_AHEAD 16
+
+/* The serial kernel over [lo, hi): returns -1, or the first k whose index is out of range. */
+#define CG_DEFINE_RANGE(NAME, T, DOT)                                                     \
+    static int64_t NAME(const int64_t *row, const int64_t *col, int64_t lo, int64_t hi,   \
+                        const T *G, int64_t ldg, int64_t g_rows, const T *B, int64_t ldb, \
+                        int64_t b_rows, int64_t F, T *out)                                \
+    {                                                                                     \
+        const int64_t step = 64 / (int64_t)sizeof(T);     /* elements per cache line */   \
+        int64_t k, q;                                                                     \
+        for (k = lo; k < hi; k++) {                                                       \
+            int64_t r = row[k], c = col[k];                                               \
+            if (r < 0 || r >= g_rows || c < 0 || c >= b_rows)                             \
+                return k;                                                                 \
+            if (k + CG_PREFETCH_AHEAD < hi) {                                             \
+                int64_t pr = row[k + CG_PREFETCH_AHEAD], pc = col[k + CG_PREFETCH_AHEAD]; \
+                if (pr >= 0 && pr < g_rows && pc >= 0 && pc < b_rows) {                   \
+                    for (q = 0; q < F; q += step) {                                       \
+                        CG_PREFETCH(G + pr * ldg + q);                                    \
+                        CG_PREFETCH(B + pc * ldb + q);                                    \
+                    }                                                                     \
+                }                                                                         \
+            }                                                                             \
+            out[k] = DOT(G + r * ldg, B + c * ldb, F);                                    \
+        }                                                                                 \
+        return -1;                                                                        \
+    }
+
+CG_DEFINE_RANGE(range_f32, float, dot_f32)
+CG_DEFINE_RANGE(range_f64, double, dot_f64)
+
+typedef struct {
+    const int64_t *row, *col;
+    int64_t lo, hi;
+    const void *G, *B;
+    int64_t ldg, g_rows, ldb, b_rows, F;
+    void *out;
+    int is_f64;
+    int64_t bad;
+} cg_sddmm_job_t;
+
+static void run_job(cg_sddmm_job_t *j)
+{
+    if (j->is_f64)
+        j->bad = range_f64(j->row, j->col, j->lo, j->hi, (const double *)j->G, j->ldg,
+                           j->g_rows, (const double *)j->B, j->ldb, j->b_rows, j->F,
+                           (double *)j->out);
+    else
+        j->bad = range_f32(j->row, j->col, j->lo, j->hi, (const float *)j->G, j->ldg,
+                           j->g_rows, (const float *)j->B, j->ldb, j->b_rows, j->F,
+                           (float *)j->out);
+}
+
+#if CG_HAVE_PTHREADS
+static void *thread_main(void *arg)
+{
+    run_job((cg_sddmm_job_t *)arg);
+    return NULL;
+}
+#endif
+
+static int64_t sddmm(const int64_t *row, const int64_t *col, int64_t nnz, const void *G,
+                     int64_t ldg, int64_t g_rows, const void *B, int64_t ldb, int64_t b_rows,
+                     int64_t F, void *out, int nthreads, int is_f64)
+{
+    cg_sddmm_job_t jobs[CG_MAX_THREADS];
+    int64_t work, bad = -1;
+    int t, n = nthreads;
+
+    if (nnz <= 0)
+        return -1;
+    if (F < 1)
+        F = 0;
+    work = nnz * (F > 0 ? F : 1);
+    if (n > CG_MAX_THREADS)
+        n = CG_MAX_THREADS;
+    if (!CG_HAVE_PTHREADS || n < 2)
+        n = 1;
+    while (n > 1 && work / n < CG_MIN_WORK_PER_THREAD)
+        n--;
+    for (t = 0; t < n; t++) {
+        jobs[t].row = row;
+        jobs[t].col = col;
+        jobs[t].lo = nnz * t / n;
+        jobs[t].hi = nnz * (t + 1) / n;
+        jobs[t].G = G;
+        jobs[t].B = B;
+        jobs[t].ldg = ldg;
+        jobs[t].g_rows = g_rows;
+        jobs[t].ldb = ldb;
+        jobs[t].b_rows = b_rows;
+        jobs[t].F = F;
+        jobs[t].out = out;
+        jobs[t].is_f64 = is_f64;
+        jobs[t].bad = -1;
+    }
+#if CG_HAVE_PTHREADS
+    if (n > 1) {
+        pthread_t tids[CG_MAX_THREADS];
+        int started[CG_MAX_THREADS];
+        /* Threads 1..n-1 run on new threads, range 0 on this one; a thread that cannot be
+         * started has its range run here instead, so the result is the same either way. */
+        for (t = 1; t < n; t++)
+            started[t] = pthread_create(&tids[t], NULL, thread_main, &jobs[t]) == 0;
+        run_job(&jobs[0]);
+        for (t = 1; t < n; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                run_job(&jobs[t]);
+        }
+    }
+    else
+#endif
+    {
+        run_job(&jobs[0]);
+    }
+    for (t = 0; t < n; t++) {
+        if (jobs[t].bad >= 0 && (bad < 0 || jobs[t].bad < bad))
+            bad = jobs[t].bad;
+    }
+    return bad;
+}
+
+int64_t cg_sddmm_f32(const int64_t *row, const int64_t *col, int64_t nnz,
+                     const float *G, int64_t ldg, int64_t g_rows,
+                     const float *B, int64_t ldb, int64_t b_rows,
+                     int64_t F, float *out, int nthreads)
+{
+    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, F, out, nthreads, 0);
+}
+
+int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
+                     const double *G, int64_t ldg, int64_t g_rows,
+                     const double *B, int64_t ldb, int64_t b_rows,
+                     int64_t F, double *out, int nthreads)
+{
+    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, F, out, nthreads, 1);
+}
+
+int cg_sparse_has_threads(void)
+{
+    return CG_HAVE_PTHREADS;
+}
