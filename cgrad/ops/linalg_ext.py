@@ -47,6 +47,9 @@ def mm(input, mat2):
     """Matrix product of two 2-D tensors (no broadcasting)."""
     _tensor_arg(input, "mm", "input", 1)
     _tensor_arg(mat2, "mm", "mat2", 2)
+    if input.is_sparse or mat2.is_sparse:
+        from cgrad.sparse._ops import mm as sparse_aware
+        return sparse_aware(input, mat2)
     return Mm.apply(input, mat2)
 
 
