@@ -475,7 +475,13 @@ def segment_max_np(v, ids, n):
         fill = False
     out = np.full((n,) + v.shape[1:], fill, dtype=v.dtype)
     if ids.shape[0]:
-        np.maximum.at(out, ids, v)
+        if ids.shape[0] > 1 and bool(np.all(ids[1:] >= ids[:-1])):
+            # sorted ids (row-major edges): one reduceat over the starts of the non-empty
+            # segments, O(E), ~5x faster than np.maximum.at
+            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+            out[ids[starts]] = np.maximum.reduceat(v, starts, axis=0)
+        else:
+            np.maximum.at(out, ids, v)
     return out
 
 
