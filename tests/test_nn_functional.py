@@ -983,3 +983,26 @@ def test_mlp_step_matches_torch(dtype, torch):
     tol = TOL[np.dtype(dtype).type]
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, **tol)
+
+
+def test_functional_batch_norm_and_bilinear_match_torch():
+    th = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((6, 3)), rng.random(3), rng.random(3)
+    for training in (True, False):
+        rm, rv = np.zeros(3), np.ones(3)
+        rmc, rvc = cgrad.tensor(rm.copy()), cgrad.tensor(rv.copy())
+        rmt, rvt = th.tensor(rm.copy()), th.tensor(rv.copy())
+        a = cgrad.nn.functional.batch_norm(cgrad.tensor(x), rmc, rvc, cgrad.tensor(w),
+                                           cgrad.tensor(b), training=training)
+        t = th.nn.functional.batch_norm(th.tensor(x), rmt, rvt, th.tensor(w), th.tensor(b),
+                                        training=training)
+        np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(rmc.numpy(), rmt.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(rvc.numpy(), rvt.numpy(), rtol=1e-10)
+    x1, x2, W = rng.standard_normal((5, 3)), rng.standard_normal((5, 4)), rng.standard_normal((2, 3, 4))
+    bias = rng.standard_normal(2)
+    a = cgrad.nn.functional.bilinear(cgrad.tensor(x1), cgrad.tensor(x2), cgrad.tensor(W),
+                                     cgrad.tensor(bias))
+    t = th.nn.functional.bilinear(th.tensor(x1), th.tensor(x2), th.tensor(W), th.tensor(bias))
+    np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-10)

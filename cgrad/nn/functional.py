@@ -1659,3 +1659,19 @@ def tanh(input):
 
 def softplus(input, beta=1.0, threshold=20.0):
     return _op("softplus")(input, beta, threshold)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm (implemented next to nn.BatchNorm1d)."""
+    from cgrad.nn.modules.normalization import batch_norm as _bn
+    return _bn(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """torch.nn.functional.bilinear (implemented next to nn.Bilinear)."""
+    from cgrad.nn.modules.linear import bilinear as _bl
+    return _bl(input1, input2, weight, bias)
+
+
+__all__ += ["batch_norm", "bilinear"]
