@@ -21,6 +21,7 @@ cdef class TensorBase:
     cdef _VersionCounter _vc             # created lazily; shared by views and detach()
     cdef object _hooks                   # dict id -> hook (leaves), or None
     cdef object _post_acc_hooks          # dict id -> hook, or None
+    cdef object _base_t                  # the Tensor whose storage this view shares, or None
     cdef object __weakref__
     cdef _set_requires_grad(self, bint value)
     cdef _VersionCounter _get_vc(self)

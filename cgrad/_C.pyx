@@ -249,6 +249,14 @@ cdef class TensorBase:
         return self._output_nr
 
     @property
+    def _base(self):
+        """The tensor whose storage this view shares (views made by ops), or None."""
+        return self._base_t
+
+    def _is_view(self):
+        return self._base_t is not None
+
+    @property
     def _version(self):
         return self._vc.version if self._vc is not None else 0
 
@@ -1268,6 +1276,10 @@ cdef void _view_vc(TensorBase t, tuple args) except *:
         ab = cnp.PyArray_BASE(<cnp.ndarray>ad)
         if (ab == NULL and b == <PyObject *>ad) or (ab != NULL and ab == b):
             t._vc = src._get_vc()
+            # torch's _base: the root tensor whose storage the view shares (in-place ops
+            # on the view rebase the base through CopySlices, cgrad/ops/inplace.py)
+            t._base_t = src._base_t if src._base_t is not None else src
+            _track(t)
             return
 
 

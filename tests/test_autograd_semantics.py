@@ -175,11 +175,59 @@ def test_saved_view_modified_through_base_raises():
         y.backward()
 
 
-def test_inplace_on_view_of_grad_tensor_is_refused_clearly():
-    x = cgrad.tensor([1.0, 2.0], requires_grad=True)
-    a = x * 1
-    with pytest.raises(NotImplementedError, match="view"):
-        a[0:1].mul_(2)
+def _views_program(m):
+    x = m.tensor([[0.3, 1.2, 0.8], [1.7, -0.4, 2.0]], dtype=m.float64, requires_grad=True)
+    y = m.tensor([1.5, -0.5, 2.0], dtype=m.float64, requires_grad=True)
+    a = x * 1.0
+    v = a[0]
+    v.mul_(y)                      # rebases a through CopySlices
+    a[:, 1].add_(3.0)
+    a[1, 0:2] = y[1:] * 4          # setitem on a view of a
+    a.t()[2].exp_()
+    names = [name(a.grad_fn), name(v.grad_fn), a._version, v._version]
+    (a * m.arange(1, 7, dtype=m.float64).reshape(2, 3)).sum().backward()
+    return names, arr(a), arr(v), arr(x.grad), arr(y.grad)
+
+
+def test_inplace_on_views_rebases_the_base_like_torch():
+    tr = pytest.importorskip("torch")
+    c, t = _views_program(cgrad), _views_program(tr)
+    assert c[0] == t[0] == ["CopySlices", "AsStridedBackward0", 4, 4]
+    for u, w in zip(c[1:], t[1:]):
+        np.testing.assert_allclose(u, w, rtol=1e-12)
+
+
+def test_inplace_on_view_gradcheck():
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from gradcheck_util import gradcheck, gradgradcheck
+
+    def f(x, y):
+        a = x * 1.0
+        a[1].mul_(y)
+        a[:, 0].sub_(y[:2] ** 2)
+        return a
+    rng = np.random.default_rng(0)
+    x = cgrad.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    y = cgrad.tensor(rng.standard_normal(3), requires_grad=True)
+    assert gradcheck(f, (x, y))
+    assert gradgradcheck(f, (x, y))
+
+
+@both
+def test_inplace_view_errors(m):
+    p = m.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is "
+                                           "being used in an in-place operation"):
+        p[0:2].mul_(2)
+    q = m.ones(1, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor "
+                                           "refers to a single memory location"):
+        q.expand(3).mul_(2)
+    with m.no_grad():
+        p[0:2].mul_(2)             # allowed without grad mode
+    assert arr(p).tolist() == [2.0, 2.0, 1.0]
 
 
 @both

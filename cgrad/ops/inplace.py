@@ -19,10 +19,19 @@ Note [In-place rebase]
    counter is bumped (earlier saves of ``self`` now fail the version check, with torch's
    message) and ``self`` is rebased onto ``out``'s node.
 
-What is not done: an in-place op on a *view* of a tensor that requires grad (torch rebases the
-base through a CopySlices node) raises NotImplementedError instead of silently leaving the
-base's history stale; ``x.clone()`` first, or modify the base. ``__setitem__`` on the tensor
-itself (``h[mask] = 0``, ``x[1:3] = y``) is supported: that is the common case.
+Note [In-place on a view]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+A view made by an op (``a[0]``, ``a.view(...)``, ``a.t()``; ``t._base`` is the tensor whose
+storage it shares) that is modified in place rebases its *base*, as torch does: the view's
+new values are recorded out of place, the base gets a ``CopySlices`` node (the base with the
+view's elements replaced: gradient to the old base with those elements zeroed, gradient to
+the new values gathered from them), its storage is updated (the view sees it), and the view
+is regenerated from the new base (``AsStridedBackward0``). The view's elements are located
+as flat indices into the base (a C-contiguous base; other bases raise NotImplementedError,
+as do in-place ops on views whose base already has views on it modified elsewhere only in
+the sense that those other views keep their old history). A view of a leaf that requires
+grad raises torch's error; a view whose elements overlap (expand) raises torch's
+"more than one element of the written-to tensor refers to a single memory location".
 """
 from __future__ import annotations
 
@@ -84,11 +93,74 @@ def _check_view(self):
             "call .clone() on the view first, or modify the base tensor")
 
 
+def _view_index(bd, vd):
+    """Flat indices (into a C-contiguous base array bd) of the elements of its view vd, or
+    None when that cannot be expressed (non-contiguous base, misaligned strides)."""
+    if not bd.flags.c_contiguous or bd.dtype.itemsize != vd.dtype.itemsize:
+        return None
+    item = bd.dtype.itemsize
+    off = vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]
+    if off % item or any(st % item for st in vd.strides):
+        return None
+    idx = np.full(vd.shape, off // item, dtype=np.int64)
+    for k, (n, st) in enumerate(zip(vd.shape, vd.strides)):
+        shape = [1] * vd.ndim
+        shape[k] = n
+        idx = idx + (np.arange(n, dtype=np.int64) * (st // item)).reshape(shape)
+    if idx.size and (idx.min() < 0 or idx.max() >= bd.size):
+        return None
+    return idx
+
+
+def _record_on_view(self, compute, saves_self):
+    """In-place op on a view of a tensor with history: Note [In-place on a view]."""
+    base = self._base
+    if base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    bd, vd = base._data, self._data
+    idx = _view_index(bd, vd)
+    if idx is None:
+        raise NotImplementedError(
+            "in-place operation on a view of a non-contiguous tensor that requires grad is not "
+            "supported by cgrad yet; call .clone() on the view first")
+    if idx.size != np.unique(idx).size:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the "
+            "operation.")
+    src = _wrap(vd.copy() if saves_self else vd)
+    if self.grad_fn is not None or self.requires_grad:
+        src._set_grad_fn(self.grad_fn, self.output_nr)
+    out = compute(src)
+    od = out._data
+    if od.shape != vd.shape:
+        raise RuntimeError(
+            f"output with shape {list(vd.shape)} doesn't match the broadcast shape "
+            f"{list(od.shape)}")
+    check_cast(self, od.dtype)
+    balias = _wrap(bd)
+    if base.grad_fn is not None or base.requires_grad:
+        balias._set_grad_fn(base.grad_fn, base.output_nr)
+    if out.grad_fn is not None and od.dtype != bd.dtype:
+        out = out.to(bd.dtype)
+    newb = CopySlicesFlat.apply(balias, idx, out)
+    np.copyto(bd, newb._data, casting="unsafe")        # the view sees it: shared storage
+    base._bump_version()                               # shared counter: bumps the view too
+    if newb.grad_fn is not None:
+        base._set_grad_fn(newb.grad_fn, newb.output_nr)
+        regen = AsStridedView.apply(base, idx)
+        self._set_grad_fn(regen.grad_fn, 0)
+    return self
+
+
 def record(self, compute, saves_self):
     """Run compute(src) out of place with autograd and rebase self onto its result.
 
     See Note [In-place rebase]."""
     check_leaf(self)
+    if self._base is not None:
+        return _record_on_view(self, compute, saves_self)
     _check_view(self)
     data = self._data
     src = _wrap(data.copy() if saves_self else data)
@@ -275,6 +347,63 @@ class IndexPut(Function):
 
 class CopySlices(IndexPut):
     _node_name = "CopySlices"
+
+
+class CopySlicesFlat(Function):
+    """base with base.flat[idx] = vals (Note [In-place on a view])."""
+    _node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, base, idx, vals):
+        out = base._data.copy()
+        out.reshape(-1)[idx.reshape(-1)] = vals._data.reshape(-1)
+        if ctx is not None:
+            ctx._aux = (idx, base._data.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, shape = ctx._aux
+        gb = gv = None
+        if ctx.needs_input_grad[0]:
+            gb = _ZeroAt.apply(g.reshape(-1), idx.reshape(-1)).reshape(shape)
+        if ctx.needs_input_grad[2]:
+            gv = g.reshape(-1)[idx]
+        return gb, None, gv
+
+
+class AsStridedView(Function):
+    """The view's elements gathered from its base (only the node is used: the view keeps its
+    own storage). d/dbase = zeros with the gradient scattered at idx."""
+    _node_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, base, idx):
+        if ctx is not None:
+            ctx._aux = (idx, base._data.shape)
+        return base._data.reshape(-1)[idx]
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, shape = ctx._aux
+        return _ScatterFlat.apply(g, idx, shape), None
+
+
+class _ScatterFlat(Function):
+    """zeros(shape) with .flat[idx] = g (idx without repeats); adjoint: a gather."""
+    _node_name = "AsStridedScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, shape):
+        if ctx is not None:
+            ctx._aux = idx
+        out = np.zeros(shape, dtype=g._data.dtype)
+        out.reshape(-1)[idx.reshape(-1)] = g._data.reshape(-1)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return gg.reshape(-1)[ctx._aux], None, None
 
 
 def setitem(self, idx, value):
