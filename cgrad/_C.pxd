@@ -22,6 +22,7 @@ cdef class TensorBase:
     cdef object _hooks                   # dict id -> hook (leaves), or None
     cdef object _post_acc_hooks          # dict id -> hook, or None
     cdef object _base_t                  # the Tensor whose storage this view shares, or None
+    cdef Py_ssize_t _view_ver            # version at which a view's grad_fn was (re)made
     cdef object __weakref__
     cdef _set_requires_grad(self, bint value)
     cdef _VersionCounter _get_vc(self)

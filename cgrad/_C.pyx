@@ -237,7 +237,14 @@ cdef class TensorBase:
     @property
     def grad_fn(self):
         """The graph node that produced this Tensor, or None for a leaf."""
+        if self._base_t is not None and self._vc.version != self._view_ver:
+            _regen_view(self)
         return self._grad_fn
+
+    def _sync_view_version(self):
+        """Internal: the view's grad_fn is current (after an in-place op rebased it)."""
+        if self._vc is not None:
+            self._view_ver = self._vc.version
 
     @property
     def is_leaf(self):
@@ -1246,7 +1253,26 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
 cdef tuple _ARG_POS_0 = (0,)
 
 
+cdef object _regen_view_fn = None
+
+
+def _register_view_regen(fn):
+    global _regen_view_fn
+    _regen_view_fn = fn
+
+
+cdef void _regen_view(TensorBase t) except *:
+    """Note [Stale views]: a view whose storage was modified in place through its base or
+    another view (its shared version moved since its grad_fn was made) gets its grad_fn
+    regenerated from the base's current history before it is used, as torch does."""
+    t._view_ver = t._vc.version
+    if _regen_view_fn is not None and (<TensorBase>t._base_t)._requires_grad:
+        _regen_view_fn(t)
+
+
 cdef inline void _set_edge(Node ctx, Py_ssize_t k, TensorBase t) except *:
+    if t._base_t is not None and t._vc.version != t._view_ver:
+        _regen_view(t)
     if t._grad_fn is not None:
         cg_node_set_edge(&ctx.c, k, &t._grad_fn.c, t._output_nr)
     elif t._requires_grad:
@@ -1279,6 +1305,7 @@ cdef void _view_vc(TensorBase t, tuple args) except *:
             # torch's _base: the root tensor whose storage the view shares (in-place ops
             # on the view rebase the base through CopySlices, cgrad/ops/inplace.py)
             t._base_t = src._base_t if src._base_t is not None else src
+            t._view_ver = t._vc.version
             _track(t)
             return
 

@@ -692,3 +692,25 @@ def test_add_sub_alpha_in_place(dtype, n):
     assert a._data is buf and a._version == 2
     np.testing.assert_allclose(a.numpy(), a0 - 0.75 * b0, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(b.numpy(), b0)
+
+
+def _stale_views_program(m):
+    x = m.tensor([[0.3, 1.2, 0.8], [1.7, -0.4, 2.0]], dtype=m.float64, requires_grad=True)
+    y = m.tensor([1.5, -0.5, 2.0], dtype=m.float64, requires_grad=True)
+    a = x * 1.0
+    col = a[:, 0]          # views made before the in-place ops
+    row = a[0]
+    row.mul_(y)            # also changes col[0]
+    a.add_(1.0)            # in place on the base: both views are stale
+    out = (col * m.tensor([2.0, 3.0], dtype=m.float64)).sum() + (row * 5).sum()
+    names = [name(col.grad_fn), name(row.grad_fn)]
+    out.backward()
+    return names, arr(x.grad), arr(y.grad)
+
+
+def test_stale_views_are_regenerated_like_torch():
+    tr = pytest.importorskip("torch")
+    c, t = _stale_views_program(cgrad), _stale_views_program(tr)
+    assert c[0] == t[0] == ["AsStridedBackward0", "AsStridedBackward0"]
+    np.testing.assert_allclose(c[1], t[1], rtol=1e-12)
+    np.testing.assert_allclose(c[2], t[2], rtol=1e-12)

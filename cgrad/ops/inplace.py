@@ -151,7 +151,23 @@ def _record_on_view(self, compute, saves_self):
         base._set_grad_fn(newb.grad_fn, newb.output_nr)
         regen = AsStridedView.apply(base, idx)
         self._set_grad_fn(regen.grad_fn, 0)
+    self._sync_view_version()
     return self
+
+
+def _regenerate_view(view):
+    """Called by the engine for a stale view (Note [Stale views] in _C.pyx): its grad_fn
+    becomes a gather from the base's current history."""
+    base = view._base
+    idx = _view_index(base._data, view._data)
+    if idx is None or not _C.is_grad_enabled():
+        return
+    regen = AsStridedView.apply(base, idx)
+    if regen.grad_fn is not None:
+        view._set_grad_fn(regen.grad_fn, 0)
+
+
+_C._register_view_regen(_regenerate_view)
 
 
 def record(self, compute, saves_self):
