@@ -3,33 +3,8 @@ from __future__ import annotations
 
 from cgrad import ops as _ops
 
-__all__ = ["matmul", "mm", "mv", "dot", "t", "transpose", "exp", "log", "sum", "mean",
-           "reshape", "neg", "add", "sub", "mul", "div", "pow"]
-
-
-def matmul(a, b):
-    """Matrix product with torch.matmul's broadcasting rules."""
-    return _ops.matmul(a, b)
-
-
-def mm(a, b):
-    return _ops.Mm.apply(a, b)
-
-
-def mv(a, b):
-    return _ops.Mv.apply(a, b)
-
-
-def dot(a, b):
-    return _ops.Dot.apply(a, b)
-
-
-def t(a):
-    return a.t()
-
-
-def transpose(a, dim0, dim1):
-    return a.transpose(dim0, dim1)
+# matmul, mm, mv, dot, t, transpose and div are installed from cgrad/ops (linalg_ext, binary)
+__all__ = ["exp", "log", "sum", "mean", "reshape", "neg", "add", "sub", "mul", "pow"]
 
 
 def exp(a):
@@ -66,10 +41,6 @@ def sub(a, b, alpha=1):
 
 def mul(a, b):
     return a * b
-
-
-def div(a, b):
-    return a / b
 
 
 def pow(a, b):

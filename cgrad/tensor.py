@@ -116,14 +116,6 @@ class Tensor(_C.TensorBase):
         return self._data.shape[dim]
 
     @property
-    def T(self):
-        return self.permute(*range(self.dim() - 1, -1, -1)) if self.dim() > 2 else self.t()
-
-    @property
-    def mT(self):
-        return self.transpose(-2, -1)
-
-    @property
     def is_sparse(self):
         return False
 
@@ -259,45 +251,11 @@ class Tensor(_C.TensorBase):
     def mul(self, other):
         return self * other
 
-    def div(self, other):
-        return self / other
-
     def pow(self, other):
         return self ** other
 
     def neg(self):
         return -self
-
-    def matmul(self, other):
-        return _ops.matmul(self, other)
-
-    def mm(self, other):
-        return _ops.Mm.apply(self, other)
-
-    def mv(self, other):
-        return _ops.Mv.apply(self, other)
-
-    def dot(self, other):
-        return _ops.Dot.apply(self, other)
-
-    def t(self):
-        return _ops.T.apply(self)
-
-    def transpose(self, dim0, dim1):
-        return _ops.Transpose.apply(self, dim0, dim1)
-
-    def permute(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
-        out = self
-        # compose transpositions (a full permute op arrives with the op library)
-        cur = list(range(self.dim()))
-        for i, d in enumerate(dims):
-            j = cur.index(d % self.dim())
-            if j != i:
-                out = out.transpose(i, j)
-                cur[i], cur[j] = cur[j], cur[i]
-        return out
 
     def exp(self):
         return _ops.Exp.apply(self)
@@ -338,9 +296,6 @@ class Tensor(_C.TensorBase):
 
     def unsqueeze(self, dim):
         return _ops.Unsqueeze.apply(self, dim)
-
-    def flatten(self):
-        return self.reshape(-1)
 
     def __getitem__(self, idx):
         return _index(self, idx)
