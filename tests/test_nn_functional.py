@@ -1006,3 +1006,32 @@ def test_functional_batch_norm_and_bilinear_match_torch():
                                      cgrad.tensor(bias))
     t = th.nn.functional.bilinear(th.tensor(x1), th.tensor(x2), th.tensor(W), th.tensor(bias))
     np.testing.assert_allclose(a.numpy(), t.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["relu", "elu", "silu"])
+def test_inplace_on_nonleaf_rebases_like_torch(name, torch):
+    a = np.linspace(-2, 2, 7)
+    res = []
+    for m in (cgrad, torch):
+        F_ = CF if m is cgrad else torch.nn.functional
+        x = m.tensor(a, requires_grad=True)
+        h = x * 1.5
+        y = getattr(F_, name)(h, inplace=True)
+        assert y is h and h._version >= 1
+        (h * m.arange(7, dtype=m.float64)).sum().backward()
+        res.append((h.detach().numpy().copy(), x.grad.numpy().copy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12)
+
+
+def test_dropout_inplace_on_nonleaf_rebases():
+    cgrad.manual_seed(0)
+    x = cgrad.tensor(np.ones(1000), requires_grad=True)
+    h = x * 2.0
+    y = CF.dropout(h, 0.5, inplace=True)
+    assert y is h and h._version == 1
+    assert type(h.grad_fn).__name__ == "MulBackward0"
+    kept = h.detach().numpy() != 0
+    np.testing.assert_array_equal(h.detach().numpy()[kept], 4.0)
+    h.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(kept, 4.0, 0.0))

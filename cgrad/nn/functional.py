@@ -27,9 +27,10 @@ Where a first-order backward has a faster NumPy form (cross_entropy, linear) it 
 when no graph is being recorded (``cgrad.is_grad_enabled()`` is False inside backward unless
 ``create_graph=True``); both forms compute the same formula.
 
-Known differences from torch: ``inplace=True`` on a tensor that is part of a recorded graph
-(not a leaf) returns the out-of-place result and leaves the input unchanged (values are the
-same; torch would rebase the input's history); ``embedding(sparse=True)`` is not supported;
+``inplace=True`` modifies the input; on a tensor that is part of a recorded graph the op is
+recorded and the input's history rebased, as torch (cgrad/ops/inplace.py).
+
+Known differences from torch: ``embedding(sparse=True)`` is not supported;
 ``binary_cross_entropy_with_logits`` returns the target's dtype as torch does, and
 ``huber_loss`` promotes mixed dtypes (torch 2.13 returns the input's dtype and then fails in
 backward).
@@ -1425,7 +1426,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         noise *= x.dtype.type(1.0 / (1.0 - p))
     noise = _wrap(noise)
     if inplace:
-        return _inplace_result(input, input * noise)
+        return _inplace_apply(input, lambda s: s * noise)
     return input * noise
 
 
@@ -1590,32 +1591,26 @@ def pad(input, pad, mode="constant", value=None):
 # ------------------------------------------------------------------------------------------
 def _op(name):
     import cgrad
-    fn = getattr(cgrad, name, None)
-    if fn is None:
-        meth = getattr(cgrad.Tensor, name, None)
-        if meth is None:
-            raise NotImplementedError(
-                f"cgrad.nn.functional.{name} needs the elementwise op cgrad.{name} "
-                "(cgrad/ops/unary.py), which is not installed")
-        return meth
-    return fn
+    return getattr(cgrad, name)
 
 
-def _inplace_result(input, out):
-    """torch's inplace=True: write out into input where cgrad can (no recorded history);
-    for a tensor that is part of a graph, return out (cgrad does not rebase history yet)."""
-    if input.requires_grad and _grad_enabled():
-        if input.is_leaf:
-            input._check_inplace()      # raises torch's leaf error
-        return out
+def _inplace_apply(input, compute):
+    """torch's inplace=True: input takes compute(input)'s values; when autograd records it,
+    the op is recorded and input's history rebased (cgrad/ops/inplace.py), as torch."""
+    from cgrad.ops import inplace as _inplace
+    if _inplace.needs_record(input):
+        return _inplace.record(input, compute, saves_self=True)
+    out = compute(input)
     input._data[...] = out._data
     input._bump_version()
     return input
 
 
 def _act(name, input, inplace, *args):
-    out = _op(name)(input, *args)
-    return _inplace_result(input, out) if inplace else out
+    fn = _op(name)
+    if inplace:
+        return _inplace_apply(input, lambda s: fn(s, *args))
+    return fn(input, *args)
 
 
 def relu(input, inplace=False):

@@ -472,10 +472,7 @@ def _max_min(input, dim, keepdim, other, all_cls, dim_cls, rtype, binary):
         dim, other = None, dim
     if other is not None:
         import cgrad
-        fn = getattr(cgrad, binary, None)
-        if fn is None:
-            raise NotImplementedError(f"cgrad.{binary} is not available")
-        return fn(input, other)
+        return getattr(cgrad, binary)(input, other)
     if dim is None:
         if keepdim:
             raise TypeError(f"{all_cls._name}(): keepdim requires dim")
