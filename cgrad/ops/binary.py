@@ -234,25 +234,35 @@ def _tie_split(g, x, y):
     return g
 
 
+def _extremum_forward(ctx, a, b, ufunc):
+    x, y = a._data, b._data
+    dt = result_type(x, y)
+    if ctx is not None:
+        ctx.save_for_backward(a, b)
+    return _as_result(ufunc(_cast(x, dt), _cast(y, dt)), dt)
+
+
+def _extremum_backward(ctx, g, loses):
+    """g to the winner, split on ties; `loses(x, y)` marks where input a is not selected."""
+    a, b = ctx.saved_tensors
+    x, y = a._data, b._data
+    na, nb = ctx.needs_input_grad
+    h = _tie_split(g, x, y)
+    return (mask_fill(h, loses(x, y)) if na else None,
+            mask_fill(h, loses(y, x)) if nb else None)
+
+
 class Maximum(Function):
     """maximum(a, b) (NaN propagates).  d/da = g where a > b, g/2 where a == b, else 0."""
     _node_name = "MaximumBackward0"
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = a._data, b._data
-        dt = result_type(x, y)
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
-        return _as_result(np.maximum(_cast(x, dt), _cast(y, dt)), dt)
+        return _extremum_forward(ctx, a, b, np.maximum)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        x, y = a._data, b._data
-        na, nb = ctx.needs_input_grad
-        h = _tie_split(g, x, y)
-        return (mask_fill(h, x < y) if na else None, mask_fill(h, x > y) if nb else None)
+        return _extremum_backward(ctx, g, np.less)
 
 
 class Minimum(Function):
@@ -261,19 +271,11 @@ class Minimum(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        x, y = a._data, b._data
-        dt = result_type(x, y)
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
-        return _as_result(np.minimum(_cast(x, dt), _cast(y, dt)), dt)
+        return _extremum_forward(ctx, a, b, np.minimum)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        x, y = a._data, b._data
-        na, nb = ctx.needs_input_grad
-        h = _tie_split(g, x, y)
-        return (mask_fill(h, x > y) if na else None, mask_fill(h, x < y) if nb else None)
+        return _extremum_backward(ctx, g, np.greater)
 
 
 def maximum(input, other):
