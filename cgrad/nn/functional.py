@@ -360,62 +360,9 @@ def _log_softmax_np(x, axis):
     return s
 
 
-def _softmax_np(x, axis):
-    if x.ndim == 0:
-        return np.ones_like(x)
-    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-    e = np.subtract(x, m, dtype=x.dtype)
-    np.exp(e, out=e)
-    e /= np.sum(e, axis=axis, keepdims=True)
-    return e
-
-
-class _Softmax(Function):
-    """softmax(a, dim), max-subtracted.  d/da = y * (g - sum(g * y, dim))."""
-    _node_name = "SoftmaxBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dim):
-        x = a._data
-        _check_float(x, "softmax_lastdim_kernel_impl")
-        out = _softmax_np(x, dim)
-        if ctx is not None:
-            out = _wrap(out)
-            ctx.save_for_backward(out)
-            ctx._aux = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        dim = ctx._aux
-        if y.dim() == 0:
-            return g * 0.0, None
-        return y * (g - (g * y).sum(dim, keepdim=True)), None
-
-
-class _LogSoftmax(Function):
-    """log_softmax(a, dim) = a - logsumexp(a, dim).  d/da = g - exp(y) * sum(g, dim)."""
-    _node_name = "LogSoftmaxBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dim):
-        x = a._data
-        _check_float(x, "log_softmax_lastdim_kernel_impl")
-        out = _log_softmax_np(x, dim)
-        if ctx is not None:
-            out = _wrap(out)
-            ctx.save_for_backward(out)
-            ctx._aux = dim
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        dim = ctx._aux
-        if y.dim() == 0:
-            return g * 0.0, None
-        return g - y.exp() * g.sum(dim, keepdim=True), None
+# the op library's nodes (cgrad/ops/reduce_ext.py): one SoftmaxBackward0 / LogSoftmaxBackward0
+from cgrad.ops.reduce_ext import LogSoftmax as _LogSoftmax  # noqa: E402
+from cgrad.ops.reduce_ext import Softmax as _Softmax  # noqa: E402
 
 
 def _get_softmax_dim(name, ndim, stacklevel):
