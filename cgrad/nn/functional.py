@@ -45,6 +45,8 @@ import warnings
 
 import numpy as np
 
+from cgrad.ops.binary import torch_type_name
+
 from cgrad import _C
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
@@ -59,9 +61,6 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
 ]
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
               "uint8": "unsigned char", "bool": "bool"}
@@ -69,7 +68,7 @@ _C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 
 def _tname(dt):
     """torch's ScalarType name for a NumPy dtype (Float, Double, Long, ...)."""
-    return _TORCH_NAMES.get(np.dtype(dt).name, str(dt))
+    return torch_type_name(np.dtype(dt))
 
 
 def _shape_list(shape):

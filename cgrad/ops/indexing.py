@@ -23,9 +23,6 @@ from cgrad.ops.reduce import _norm_dims
 from cgrad.ops.shape import (IndexBackward, SelectIndex, SliceIndex, accumulate_along)
 
 _FULL = slice(None)
-_TORCH_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-               "bool": "Bool"}
 _C10_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
              "uint8": "unsigned char", "bool": "bool"}
@@ -34,8 +31,7 @@ _C10_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
 # ----------------------------------------------------------------------------------------
 # argument helpers
 # ----------------------------------------------------------------------------------------
-def _tname(dt):
-    return _TORCH_TYPE.get(str(dt), str(dt))
+from cgrad.ops.binary import torch_type_name as _tname  # noqa: E402
 
 
 def _dim(d, ndim):

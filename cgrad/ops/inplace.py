@@ -40,6 +40,7 @@ import numpy as np
 from cgrad import _C
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops.binary import torch_type_name
 
 # node names of torch's view ops: an in-place op on their output would need CopySlices
 _VIEW_NODES = frozenset({
@@ -55,9 +56,6 @@ _VIEW_NODES = frozenset({
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
-def torch_type_name(dt):
-    from cgrad.ops.binary import torch_type_name as f
-    return f(dt)
 
 
 def needs_record(self, *others):

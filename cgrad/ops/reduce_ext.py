@@ -37,13 +37,7 @@ _INF = float("inf")
 # ----------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------
-_TYPE_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short",
-               "int8": "Char", "uint8": "Byte", "float32": "Float", "float64": "Double",
-               "float16": "Half"}
-
-
-def _tname(dt):
-    return _TYPE_NAMES.get(str(dt), str(dt))
+from cgrad.ops.binary import torch_type_name as _tname  # noqa: E402
 
 
 def _dims(dim, ndim, empty_is_all=True):
@@ -121,8 +115,7 @@ def _cast_input(x, dtype):
     return x if x._data.dtype == dtype else x.to(dtype)
 
 
-def _errstate():
-    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+from cgrad.ops.binary import _errstate  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------
