@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special as _special
 
 from cgrad import _dtype
 from cgrad._C import _wrap, is_grad_enabled
@@ -412,7 +411,8 @@ def _sigmoid_raw(x):
 
 
 def _erf(x):
-    return _keep_dtype(_special.erf(x), x)
+    from scipy.special import erf     # lazy: scipy.special costs ~0.2 s to import
+    return _keep_dtype(erf(x), x)
 
 
 class Sigmoid(Function):
