@@ -85,6 +85,7 @@ def _register(tensor_cls, sum_to, cast):
     if not issubclass(tensor_cls, TensorBase):
         raise TypeError("tensor class must subclass TensorBase")
     _tensor_cls = tensor_cls
+    _fix_binop_slots(tensor_cls)
     _sum_to = sum_to
     _cast = cast
 
@@ -194,6 +195,7 @@ cdef class RemovableHandle:
 # Tensor layout
 
 @cython.trashcan(True)
+@cython.c_api_binop_methods(True)
 cdef class TensorBase:
     """The C layout of cgrad.Tensor; methods with maths live in cgrad/tensor.py."""
 
@@ -437,35 +439,36 @@ cdef class TensorBase:
         return cnp.PyArray_SIZE(<cnp.ndarray>self._data)
 
     # -- hot operators, dispatched in C to the op table registered by cgrad.ops --------
-    def __add__(self, other):
-        return _binop(0, self, other, False)
+    # Note [Binop slots]: with c_api_binop_methods the number slots are plain C functions
+    # called with the operands in source order (either may be the Tensor), so CPython
+    # exposes them as wrapper descriptors and every Python subclass (cgrad.Tensor,
+    # nn.Parameter, user subclasses) inherits the C slot itself. Without it, `__mul__` is
+    # a method object and each subclass gets CPython's generic slot_nb_multiply, which looks
+    # `__mul__` up by name and builds a bound method on every `a * b` (~0.1 us).
+    def __add__(a, b):
+        if isinstance(a, TensorBase):
+            return _binop(0, a, b, False)
+        return _binop(0, b, a, True)
 
-    def __radd__(self, other):
-        return _binop(0, self, other, True)
+    def __sub__(a, b):
+        if isinstance(a, TensorBase):
+            return _binop(1, a, b, False)
+        return _binop(1, b, a, True)
 
-    def __sub__(self, other):
-        return _binop(1, self, other, False)
+    def __mul__(a, b):
+        if isinstance(a, TensorBase):
+            return _binop(2, a, b, False)
+        return _binop(2, b, a, True)
 
-    def __rsub__(self, other):
-        return _binop(1, self, other, True)
+    def __truediv__(a, b):
+        if isinstance(a, TensorBase):
+            return _binop(3, a, b, False)
+        return _binop(3, b, a, True)
 
-    def __mul__(self, other):
-        return _binop(2, self, other, False)
-
-    def __rmul__(self, other):
-        return _binop(2, self, other, True)
-
-    def __truediv__(self, other):
-        return _binop(3, self, other, False)
-
-    def __rtruediv__(self, other):
-        return _binop(3, self, other, True)
-
-    def __pow__(self, other, mod=None):
-        return _binop(4, self, other, False)
-
-    def __rpow__(self, other, mod=None):
-        return _binop(4, self, other, True)
+    def __pow__(a, b, mod):
+        if isinstance(a, TensorBase):
+            return _binop(4, a, b, False)
+        return _binop(4, b, a, True)
 
     def __neg__(self):
         return _apply(_neg_info, (self,))
@@ -483,6 +486,42 @@ cdef class TensorBase:
         self._output_nr = output_nr
         self._requires_grad = node is not None
         self._retains_grad = False
+
+
+# See Note [Binop slots]. CPython gives a Python subclass its generic slot (look the name up,
+# bind, call) whenever the name resolves to a method object, and Cython stores `__add__`
+# etc. as METH_COEXIST methods; so each new subclass gets the C slots back here, for every
+# slot whose names it does not override.
+cdef extern from *:
+    """
+    static void cg_copy_binop_slot(PyTypeObject *sub, PyTypeObject *base, int which) {
+        PyNumberMethods *d = sub->tp_as_number, *s = base->tp_as_number;
+        if (d == NULL || s == NULL) return;
+        switch (which) {
+        case 0: d->nb_add = s->nb_add; break;
+        case 1: d->nb_subtract = s->nb_subtract; break;
+        case 2: d->nb_multiply = s->nb_multiply; break;
+        case 3: d->nb_true_divide = s->nb_true_divide; break;
+        case 4: d->nb_power = s->nb_power; break;
+        }
+    }
+    """
+    void cg_copy_binop_slot(PyTypeObject *sub, PyTypeObject *base, int which)
+
+cdef tuple _BINOP_SLOT_NAMES = (("__add__", "__radd__"), ("__sub__", "__rsub__"),
+                                ("__mul__", "__rmul__"), ("__truediv__", "__rtruediv__"),
+                                ("__pow__", "__rpow__"))
+
+
+def _fix_binop_slots(type cls):
+    """Called for cgrad.Tensor and by Tensor.__init_subclass__ for every subclass."""
+    cdef int i
+    if not issubclass(cls, TensorBase):
+        raise TypeError("not a TensorBase subclass")
+    base_dict = TensorBase.__dict__
+    for i in range(5):
+        if all(getattr(cls, name, None) is base_dict[name] for name in _BINOP_SLOT_NAMES[i]):
+            cg_copy_binop_slot(<PyTypeObject *>cls, <PyTypeObject *>TensorBase, i)
 
 
 cdef inline void _bump(TensorBase t) except *:
@@ -1104,17 +1143,25 @@ cdef void _raise_broadcast_error(object e) except *:
                 f"non-singleton dimension {n - k}") from None
 
 
-# Note [Scalar cache]: NumPy multiplies a float32 array by a NumPy float32 scalar ~0.18 us
-# faster than by a Python float (no weak-scalar conversion on every call). Python scalars
-# seen by the operators are converted once per float dtype and kept in a bounded dict (dict
-# operations are atomic under the GIL, so threads are safe); a loop like
-# `y = y * 1.0001; y = y + 0.5` hits it every time. Only float32/float64 arrays, and only
-# values whose conversion is exact or rounds to a finite number, use it: the result dtype is
-# the same as with the Python scalar (NEP 50: the array's dtype).
+# Note [Scalar cache]: NumPy multiplies a float32 array by a 0-d float32 array ~0.3 us
+# faster than by a Python float (no weak-scalar conversion and no scalar-to-array wrapping on
+# every call). Python scalars seen by the operators are converted once per float dtype to a
+# read-only 0-d array of the array's own dtype and kept in a bounded dict (dict operations
+# are atomic under the GIL, so threads are safe); a loop like `y = y * 1.0001; y = y + 0.5`
+# hits it every time. Only float32/float64 arrays, and only values whose conversion is exact
+# or rounds to a finite number, use it, so the result dtype and values are the same as with
+# the Python scalar (NEP 50: the array's dtype). Zeros are never cached: -0.0 == 0.0 as
+# dict keys, but x * -0.0 and x * 0.0 differ in sign. The 0-d array only feeds the ufunc;
+# nodes keep the Python scalar (ctx._aux), so backward sees a scalar, as torch's does.
 cdef dict _sc_f32 = {}
 cdef dict _sc_f64 = {}
 cdef object _np_float32 = np.float32
 cdef object _np_float64 = np.float64
+cdef object _np_subtract = np.subtract
+cdef object _np_multiply = np.multiply
+cdef object _np_divide = np.true_divide
+cdef object _dt_f32 = np.dtype(np.float32)
+cdef object _dt_f64 = np.dtype(np.float64)
 DEF _SC_MAX = 256
 
 
@@ -1137,9 +1184,10 @@ cdef inline object _np_scalar(object other, object x):
         v = other
     except OverflowError:
         return other
-    if not (-3.0e38 < v < 3.0e38):       # inf, nan, or beyond float32's range
+    if not (-3.0e38 < v < 3.0e38) or v == 0.0:   # inf, nan, beyond float32, or a zero
         return other
-    r = _np_float32(v) if t == cnp.NPY_FLOAT else _np_float64(v)
+    r = np.array(v, dtype=_dt_f32 if t == cnp.NPY_FLOAT else _dt_f64)
+    r.flags.writeable = False
     d[other] = r
     return r
 
@@ -1177,16 +1225,15 @@ cdef object _binop(int code, object self, object other, bint reflected):
     x = a._data
     if scalar:
         info = <_FnInfo>(_st_ops[code] if reflected else _ts_ops[code])
-        if tp is float or tp is int:
-            other = _np_scalar(other, x)
+        k = _np_scalar(other, x) if (tp is float or tp is int) else other
         if code == 0:
-            out = x + other
+            out = _np_add(x, k)
         elif code == 1:
-            out = other - x if reflected else x - other
+            out = _np_subtract(k, x) if reflected else _np_subtract(x, k)
         elif code == 2:
-            out = x * other
+            out = _np_multiply(x, k)
         else:
-            out = other / x if reflected else x / other
+            out = _np_divide(k, x) if reflected else _np_divide(x, k)
         if (<object>out).dtype is not (<object>x).dtype:
             out = _promote_py(code, out, x, other)
         if not (a._requires_grad and cg_grad_enabled()):
@@ -1200,13 +1247,13 @@ cdef object _binop(int code, object self, object other, bint reflected):
     info = <_FnInfo>_tt_ops[code]
     try:
         if code == 0:
-            out = x + y
+            out = _np_add(x, y)
         elif code == 1:
-            out = x - y
+            out = _np_subtract(x, y)
         elif code == 2:
-            out = x * y
+            out = _np_multiply(x, y)
         else:
-            out = x / y
+            out = _np_divide(x, y)
     except ValueError as e:
         _raise_broadcast_error(e)
         raise

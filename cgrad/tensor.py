@@ -90,6 +90,10 @@ class Tensor(_C.TensorBase):
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C.pyx
+
     # -- printing ----------------------------------------------------------------------
     def __repr__(self, *, tensor_contents=None):
         fn = self.grad_fn

@@ -9,6 +9,8 @@ every forward guards its ctx writes with ``if ctx is not None``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from cgrad import _dtype
@@ -325,19 +327,35 @@ class RPow(Function):
     @staticmethod
     def forward(ctx, a, s):
         x = a._data
-        out = np.power(s, x)
+        if s == 0:
+            with np.errstate(divide="ignore"):     # 0 ** -1 = inf, silently as torch
+                out = np.power(s, x)
+        else:
+            out = np.power(s, x)
         if out.dtype is not x.dtype:
             out = promote(out, x, s)
         if ctx is not None:
             out = _wrap(out)
-            ctx.save_for_backward(out)
+            if s == 0:
+                ctx.save_for_backward(out, a)
+            else:
+                ctx.save_for_backward(out)
             ctx._aux = s
         return out
 
     @staticmethod
     def backward(ctx, g):
+        s = ctx._aux
+        if s == 0:
+            # torch: grad * where(exponent >= 0, 0, result * log(base)) for a zero base (of
+            # either sign), so 0 ** a has gradient 0, not 0 * -inf = nan, where a >= 0
+            from cgrad.ops.shape import MaskedFillConst
+            out, a = ctx.saved_tensors
+            with np.errstate(invalid="ignore"):
+                factor = out * -math.inf
+            return g * MaskedFillConst.apply(factor, a._data >= 0, 0.0), None
         (out,) = ctx.saved_tensors
-        return g * out * float(np.log(ctx._aux)), None
+        return g * out * float(np.log(s)), None
 
 
 class Exp(Function):
