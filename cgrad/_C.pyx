@@ -823,7 +823,7 @@ cdef class Node:
         fn = self._fn
         if fn is None:
             raise RuntimeError("this node has no backward to call")
-        return fn.backward(self, *grads)
+        return cg_call_prepend(_backward_of(fn), self, grads)
 
 
 cdef int _save(Node ctx, tuple tensors) except -1:
@@ -954,43 +954,154 @@ cdef class _FnInfo:
     cdef bint split          # forward(*args) + setup_context(ctx, inputs, output)
     cdef bint builtin        # a cgrad op: forward gets ctx=None when no graph is recorded
     cdef object sig          # inspect.Signature of forward, for keyword binding
+    # Note [Cached methods]: cls.forward / backward / setup_context as looked up when cls
+    # had version tag `tag`. CPython resets a class's tag (and its subclasses') whenever an
+    # attribute of it or of a base changes, so comparing tags is an exact staleness test;
+    # tag 0 means "no valid tag" and forces a fresh lookup every time.
+    cdef unsigned int tag
+    cdef object fwd
+    cdef object bwd
+    cdef object setup
+    cdef int has_defaults    # -1: not computed yet (reset with the cached methods)
 
 
-cdef dict _fn_infos = {}
+cdef extern from *:
+    """
+    /* The version tag CPython's method cache uses for `t`, or 0 when it has none. */
+    static unsigned int cg_type_tag(PyObject *t) {
+        PyTypeObject *tp = (PyTypeObject *)t;
+    #ifdef Py_TPFLAGS_VALID_VERSION_TAG
+        if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+    #endif
+        return tp->tp_version_tag;
+    }
+
+    /* f(first, *args) through vectorcall: no argument tuple is built. All references are
+     * borrowed (the caller keeps `first` and `args` alive); returns a new reference. */
+    static PyObject *cg_call_prepend(PyObject *f, PyObject *first, PyObject *args) {
+        PyObject *small[8], **stack = small, *res;
+        Py_ssize_t i, n = PyTuple_GET_SIZE(args);
+        if (n + 1 > 8) {
+            stack = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));
+            if (stack == NULL) return PyErr_NoMemory();
+        }
+        stack[0] = first;
+        for (i = 0; i < n; i++) stack[i + 1] = PyTuple_GET_ITEM(args, i);
+        res = PyObject_Vectorcall(f, stack, (size_t)(n + 1), NULL);
+        if (stack != small) PyMem_Free(stack);
+        return res;
+    }
+    """
+    unsigned int cg_type_tag(object t)
+    object cg_call_prepend(object f, object first, object args)
+
+
+cdef int _refresh_methods(_FnInfo info) except -1:
+    cls = info.cls
+    fwd_before = info.fwd
+    info.tag = 0
+    info.fwd = cls.forward
+    info.bwd = getattr(cls, "backward", None)
+    info.setup = cls.setup_context if info.split else None
+    if info.fwd is not fwd_before:
+        info.sig = None
+        info.has_defaults = -1
+    info.tag = cg_type_tag(cls)
+    return 0
+
+
+cdef inline int _check_methods(_FnInfo info) except -1:
+    if info.tag == 0 or cg_type_tag(info.cls) != info.tag:
+        _refresh_methods(info)
+    return 0
+
+
+cdef object _backward_of(object fn):
+    """The backward function of a node's _fn (a _FnInfo; see Note [Cached methods])."""
+    cdef _FnInfo info = <_FnInfo>fn
+    _check_methods(info)
+    if info.bwd is None:
+        raise AttributeError(f"type object '{info.cls.__name__}' has no attribute 'backward'")
+    return info.bwd
+
+
+cg_apply_type_ready()
+
+
+cdef object _apply_vc(object obj, PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """The body of a Function subclass's `apply` (csrc/cg_apply.c): vectorcall arguments."""
+    cdef _FnInfo info = <_FnInfo>obj
+    cdef Py_ssize_t i, nk = 0
+    targs = PyTuple_New(nargs)
+    for i in range(nargs):
+        a = <object>args[i]
+        Py_INCREF(a)
+        PyTuple_SET_ITEM(targs, i, a)
+    if kwnames != NULL:
+        nk = PyTuple_GET_SIZE(<object>kwnames)
+    if nk:
+        kwargs = {}
+        for i in range(nk):
+            kwargs[<object>PyTuple_GET_ITEM(<object>kwnames, i)] = <object>args[nargs + i]
+        targs = _bind_args(info, targs, kwargs)
+    elif info.split and _has_defaults(info):
+        targs = _bind_args(info, targs, {})
+    return _apply(info, targs)
 
 
 def _register_function(cls, node_cls, bint split, bint builtin=False):
-    """Called by Function.__init_subclass__ for every Function subclass."""
+    """Called by Function.__init_subclass__ for every Function subclass: records how to run
+    it and installs its `apply` (csrc/cg_apply.h) unless a class in its MRO defines its own."""
     cdef _FnInfo info = _FnInfo.__new__(_FnInfo)
     info.cls = cls
     info.node_cls = node_cls
     info.split = split
     info.builtin = builtin
     info.sig = None
-    _fn_infos[cls] = info
+    info.tag = 0
+    info.has_defaults = -1
+    # kept in the class's own dict (not a global registry), so that a Function class
+    # created at run time is freed with its last use, as torch's
+    setattr(cls, "_cg_info", info)
+    base_apply = FunctionBase.__dict__["apply"]
+    for k in cls.__mro__:
+        found = k.__dict__.get("apply")
+        if found is None:
+            continue
+        if found is base_apply or cg_apply_check(found):
+            setattr(cls, "apply", cg_apply_new(info, cls, base_apply, _apply_vc))
+        break
 
 
 cdef tuple _bind_args(_FnInfo info, tuple args, dict kwargs):
+    _check_methods(info)
     if info.sig is None:
         info.sig = inspect.signature(info.cls.forward)
     if info.split:
         bound = info.sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return tuple(bound.args)
-    bound = info.sig.bind(None, *args, **kwargs)
+    else:
+        bound = info.sig.bind(None, *args, **kwargs)
+    for name in bound.kwargs:
+        if name in kwargs:
+            # apply passes arguments on positionally, so a keyword-only parameter cannot be
+            # given (torch fails the same way)
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
     bound.apply_defaults()
-    return tuple(bound.args[1:])
+    return tuple(bound.args) if info.split else tuple(bound.args[1:])
 
 
 cdef bint _has_defaults(_FnInfo info) except -1:
-    if info.sig is None:
-        info.sig = inspect.signature(info.cls.forward)
-    return any(p.default is not p.empty for p in info.sig.parameters.values())
+    _check_methods(info)
+    if info.has_defaults < 0:
+        if info.sig is None:
+            info.sig = inspect.signature(info.cls.forward)
+        info.has_defaults = any(p.default is not p.empty for p in info.sig.parameters.values())
+    return info.has_defaults
 
 
 cdef inline _FnInfo _info_of(object cls):
-    info = _fn_infos.get(cls)
-    if info is None:
+    info = (<type?>cls).__dict__.get("_cg_info")
+    if type(info) is not _FnInfo:
         raise RuntimeError(f"{cls.__name__} is not a registered cgrad Function")
     return <_FnInfo>info
 
@@ -1003,6 +1114,7 @@ cdef object _apply(_FnInfo info, tuple args):
     cdef TensorBase t
     cdef Node ctx
     cls = info.cls
+    _check_methods(info)
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
         if isinstance(a, TensorBase):
@@ -1016,7 +1128,7 @@ cdef object _apply(_FnInfo info, tuple args):
         # Fast path for cgrad's own ops: no node, forward gets ctx=None.
         cg_set_grad_enabled(False)
         try:
-            out = cls.forward(None, *args)
+            out = cg_call_prepend(info.fwd, None, args)
         except ValueError as e:
             _raise_broadcast_error(e)
             raise
@@ -1027,7 +1139,7 @@ cdef object _apply(_FnInfo info, tuple args):
         return _wrap_plain(out, args)
 
     ctx = <Node>Node.__new__(info.node_cls)
-    ctx._fn = cls
+    ctx._fn = info
     ctx._args = args if not is_graph else None
     ctx._n_args = n
     if is_graph:
@@ -1054,10 +1166,10 @@ cdef object _apply(_FnInfo info, tuple args):
     cg_set_grad_enabled(False)
     try:
         if info.split:
-            out = cls.forward(*args)
-            cls.setup_context(ctx, args, out)
+            out = (<object>info.fwd)(*args)
+            (<object>info.setup)(ctx, args, out)
         else:
-            out = cls.forward(ctx, *args)
+            out = cg_call_prepend(info.fwd, ctx, args)
     except ValueError as e:
         _raise_broadcast_error(e)
         raise
@@ -1269,7 +1381,7 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
     """Record the node that info.cls.forward would record; see Note [Operator fast path]."""
     cdef Node ctx = <Node>Node.__new__(info.node_cls)
     cdef TensorBase t
-    ctx._fn = info.cls
+    ctx._fn = info
     ctx._n_args = 2
     if b is None:
         cg_node_alloc_edges(&ctx.c, 1)
@@ -1550,6 +1662,7 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     fn = node._fn
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
+    fn = _backward_of(fn)
     if needed != NULL:
         # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
         # backward sees needs_input_grad True only for the arguments whose gradient is used.
@@ -1557,7 +1670,7 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     elif _anomaly_on:
         res = _apply_anomaly(node, fn, grads)
     else:
-        res = fn.backward(*grads)
+        res = fn(*grads)
     if type(res) is not tuple:
         res = (res,)
     if _anomaly_on and _anomaly_nan:
@@ -1587,7 +1700,7 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
 
 cdef object _apply_anomaly(Node node, object fn, tuple grads):
     try:
-        return fn.backward(*grads)
+        return fn(*grads)
     except BaseException:
         _anomaly_report(node)
         raise
@@ -1607,7 +1720,7 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
     try:
         if _anomaly_on:
             return _apply_anomaly(node, fn, grads)
-        return fn.backward(*grads)
+        return fn(*grads)
     finally:
         node._needs = old
 

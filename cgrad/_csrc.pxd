@@ -62,3 +62,10 @@ cdef extern from "cg_engine.h":
                       Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
                       Py_ssize_t n_targets, PyObject **captured, int keep_graph,
                       const cg_callbacks_t *cb) except -1
+
+cdef extern from "cg_apply.h":
+    ctypedef object (*cg_apply_impl_t)(object info, PyObject **args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
+    int cg_apply_type_ready() except -1
+    object cg_apply_new(object info, object owner, object fallback, cg_apply_impl_t impl)
+    int cg_apply_check(object o) noexcept
