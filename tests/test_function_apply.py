@@ -249,3 +249,15 @@ def test_apply_signature_is_documented():
         inspect.signature(Double.apply)
     except ValueError:
         pass
+
+
+def test_builtin_nodes_have_no_instance_dict_custom_ctx_does():
+    x = cgrad.tensor([1.0], requires_grad=True)
+    y = x * 2
+    with pytest.raises(AttributeError):      # torch: 'MulBackward0' object has no attribute
+        y.grad_fn.foo = 1
+    y.grad_fn.metadata["k"] = 1              # metadata is the supported place, as torch
+    assert y.grad_fn.metadata == {"k": 1}
+    z = Double.apply(x)
+    z.grad_fn.foo = 1
+    assert z.grad_fn.foo == 1

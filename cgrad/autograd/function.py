@@ -49,11 +49,16 @@ class Function(_C.FunctionBase):
         split = cls.setup_context is not Function.setup_context
         name = cls.__dict__.get("_node_name") or (cls.__name__ + "Backward")
         builtin = cls.__dict__.get("_node_name") is not None
-        node_cls = type(name, (BackwardCFunction,), {
+        ns = {
             "_forward_cls": cls,
             "__module__": "builtins" if builtin else "cgrad.autograd.function",
             "__qualname__": name,
-        })
+        }
+        if builtin:
+            # as torch's C++ nodes: no instance dict (ops keep private data in ctx._aux),
+            # so the node is smaller and cheaper for the cycle collector to walk
+            ns["__slots__"] = ()
+        node_cls = type(name, (BackwardCFunction,), ns)
         cls._backward_cls = node_cls
         _C._register_function(cls, node_cls, split, builtin)
 
