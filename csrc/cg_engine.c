@@ -6,6 +6,15 @@
  * whenever a callback releases the GIL, even over shared nodes, without disturbing each
  * other. Each claimed node is INCREF'd for the duration of the run, so a callback can never
  * free a node the run still refers to.
+ *
+ * Note [Run hints]: finding a node's slot through the table costs a hash and a probe into a
+ * table as large as the graph (a cache miss per lookup on big graphs), so a claim also
+ * records (run id, slot) in the node itself, and lookups try that first. The hint is only a
+ * cache: when a run claims a node whose hint belongs to another run that is still active
+ * (a nested backward, or another thread's run over shared nodes), it first writes the
+ * other run's slot into that run's table, where the other run's lookups will find it once
+ * the hint no longer names it. Run ids are never reused, so a hint naming a finished run is
+ * simply overwritten. Every step runs with the GIL held.
  */
 #include "cg_engine.h"
 
@@ -28,16 +37,27 @@ typedef struct {
 } cg_map_t;
 
 typedef struct {
-    cg_map_t map;
+    uint64_t prio;        /* see prio() */
+    Py_ssize_t idx;       /* slot index */
+} cg_hent_t;
+
+typedef struct {
+    uint64_t id;          /* unique, never 0; see Note [Run hints] */
+    cg_map_t map;         /* only nodes whose hint another run took over */
     cg_slot_t *slots;
     Py_ssize_t n_slots, cap_slots;
     cg_buf_t *bufs;
     Py_ssize_t n_bufs, cap_bufs;
-    Py_ssize_t *heap; /* slot indices, max-heap on seq_nr */
+    cg_hent_t *heap;      /* max-heap on prio, priorities stored inline (no pointer chasing) */
     Py_ssize_t n_heap, cap_heap;
     Py_ssize_t *stack;
     Py_ssize_t n_stack, cap_stack;
 } cg_run_t;
+
+/* Active runs (any thread), for Note [Run hints]. Protected by the GIL. */
+static uint64_t cg_run_counter = 0;
+static cg_run_t **cg_active = NULL;
+static Py_ssize_t cg_n_active = 0, cg_cap_active = 0;
 
 static int grow(void **arr, Py_ssize_t *cap, Py_ssize_t need, size_t elem)
 {
@@ -123,10 +143,49 @@ static int map_put(cg_map_t *m, cg_node_t *node, Py_ssize_t val)
     return 0;
 }
 
+/* Slot index of `node` in this run, or -1 if the run has not claimed it. */
+static inline Py_ssize_t slot_of(const cg_run_t *run, const cg_node_t *node)
+{
+    if (node->run_id == run->id) {
+        return node->run_slot;
+    }
+    return map_get(run, node);
+}
+
+static cg_run_t *find_active(uint64_t id)
+{
+    for (Py_ssize_t i = 0; i < cg_n_active; i++) {
+        if (cg_active[i]->id == id) {
+            return cg_active[i];
+        }
+    }
+    return NULL;
+}
+
+static int register_run(cg_run_t *run)
+{
+    if (grow((void **)&cg_active, &cg_cap_active, cg_n_active + 1, sizeof(cg_run_t *)) < 0) {
+        return -1;
+    }
+    run->id = ++cg_run_counter;
+    cg_active[cg_n_active++] = run;
+    return 0;
+}
+
+static void unregister_run(cg_run_t *run)
+{
+    for (Py_ssize_t i = 0; i < cg_n_active; i++) {
+        if (cg_active[i] == run) {
+            cg_active[i] = cg_active[--cg_n_active];
+            return;
+        }
+    }
+}
+
 /* Claim `node` for the run if it is not claimed yet. Returns its slot index, or -1. */
 static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
 {
-    Py_ssize_t have = map_get(run, node);
+    Py_ssize_t have = slot_of(run, node);
     if (have >= 0) {
         return have;
     }
@@ -138,9 +197,14 @@ static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
         return -1;
     }
     Py_ssize_t idx = run->n_slots;
-    if (map_put(&run->map, node, idx) < 0) {
-        return -1;
+    if (node->run_id != 0) {
+        cg_run_t *other = find_active(node->run_id);
+        if (other != NULL && map_put(&other->map, node, node->run_slot) < 0) {
+            return -1;
+        }
     }
+    node->run_id = run->id;
+    node->run_slot = idx;
     run->n_slots++;
     cg_slot_t *s = &run->slots[idx];
     s->node = node;
@@ -176,38 +240,38 @@ static inline uint64_t prio(const cg_run_t *run, Py_ssize_t idx)
 
 static int heap_push(cg_run_t *run, Py_ssize_t idx)
 {
-    if (grow((void **)&run->heap, &run->cap_heap, run->n_heap + 1, sizeof(Py_ssize_t)) < 0) {
+    if (grow((void **)&run->heap, &run->cap_heap, run->n_heap + 1, sizeof(cg_hent_t)) < 0) {
         return -1;
     }
     Py_ssize_t i = run->n_heap++;
     uint64_t p = prio(run, idx);
     while (i > 0) {
         Py_ssize_t parent = (i - 1) / 2;
-        if (prio(run, run->heap[parent]) >= p) {
+        if (run->heap[parent].prio >= p) {
             break;
         }
         run->heap[i] = run->heap[parent];
         i = parent;
     }
-    run->heap[i] = idx;
+    run->heap[i].prio = p;
+    run->heap[i].idx = idx;
     return 0;
 }
 
 static Py_ssize_t heap_pop(cg_run_t *run)
 {
-    Py_ssize_t top = run->heap[0];
-    Py_ssize_t last = run->heap[--run->n_heap];
+    Py_ssize_t top = run->heap[0].idx;
+    cg_hent_t last = run->heap[--run->n_heap];
     Py_ssize_t n = run->n_heap, i = 0;
-    uint64_t p = prio(run, last);
     for (;;) {
         Py_ssize_t c = 2 * i + 1;
         if (c >= n) {
             break;
         }
-        if (c + 1 < n && prio(run, run->heap[c + 1]) > prio(run, run->heap[c])) {
+        if (c + 1 < n && run->heap[c + 1].prio > run->heap[c].prio) {
             c++;
         }
-        if (prio(run, run->heap[c]) <= p) {
+        if (run->heap[c].prio <= last.prio) {
             break;
         }
         run->heap[i] = run->heap[c];
@@ -257,7 +321,7 @@ static void run_free(cg_run_t *run)
 static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
 {
     for (Py_ssize_t r = 0; r < n_roots; r++) {
-        if (map_get(run, roots[r]) >= 0) {
+        if (slot_of(run, roots[r]) >= 0) {
             continue;
         }
         Py_ssize_t idx = claim(run, roots[r]);
@@ -271,7 +335,7 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
                 if (t == NULL) {
                     continue;
                 }
-                Py_ssize_t ti = map_get(run, t);
+                Py_ssize_t ti = slot_of(run, t);
                 if (ti < 0) {
                     ti = claim(run, t);
                     if (ti < 0 || stack_push(run, ti) < 0) {
@@ -290,7 +354,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
 {
     Py_ssize_t n = run->n_slots;
     for (Py_ssize_t t = 0; t < n_targets; t++) {
-        Py_ssize_t ti = map_get(run, targets[t]);
+        Py_ssize_t ti = slot_of(run, targets[t]);
         if (ti >= 0) {
             run->slots[ti].target = 1;
         }
@@ -317,7 +381,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         for (Py_ssize_t e = 0; e < nd->n_edges; e++) {
             cg_node_t *t = nd->edges[e].node;
             if (t != NULL) {
-                Py_ssize_t ti = map_get(run, t);
+                Py_ssize_t ti = slot_of(run, t);
                 if (--left[ti] == 0) {
                     run->stack[tail++] = ti;
                 }
@@ -331,7 +395,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         int reach = 0;
         for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
             cg_node_t *t = s->node->edges[e].node;
-            if (t != NULL && run->slots[map_get(run, t)].on_path) {
+            if (t != NULL && run->slots[slot_of(run, t)].on_path) {
                 reach = 1;
                 break;
             }
@@ -350,7 +414,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         for (Py_ssize_t e = 0; e < s->node->n_edges; e++) {
             cg_node_t *t = s->node->edges[e].node;
             if (t != NULL) {
-                Py_ssize_t ti = map_get(run, t);
+                Py_ssize_t ti = slot_of(run, t);
                 if (run->slots[ti].on_path) {
                     run->slots[ti].deps++;
                 }
@@ -393,7 +457,7 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
         scratch[e] = NULL;
         if (pruned) {
             cg_node_t *t = node->edges[e].node;
-            needed[e] = (unsigned char)(t != NULL && run->slots[map_get(run, t)].on_path);
+            needed[e] = (unsigned char)(t != NULL && run->slots[slot_of(run, t)].on_path);
         }
     }
     if (cb->apply(cb->ctx, node, &run->bufs[off], pruned ? needed : NULL, scratch) < 0) {
@@ -413,7 +477,7 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
             Py_XDECREF(g);
             continue;
         }
-        Py_ssize_t ti = map_get(run, t);
+        Py_ssize_t ti = slot_of(run, t);
         cg_slot_t *ts = &run->slots[ti];
         if (pruned && !ts->on_path) {
             Py_XDECREF(g);
@@ -447,6 +511,9 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     for (Py_ssize_t t = 0; t < n_targets; t++) {
         captured[t] = NULL;
     }
+    if (register_run(&run) < 0) {
+        return -1;
+    }
     if (discover(&run, roots, n_roots) < 0) {
         goto error;
     }
@@ -454,7 +521,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
         goto error;
     }
     for (Py_ssize_t r = 0; r < n_roots; r++) {
-        cg_slot_t *s = &run.slots[map_get(&run, roots[r])];
+        cg_slot_t *s = &run.slots[slot_of(&run, roots[r])];
         Py_INCREF(root_grads[r]);
         if (buf_add(&run.bufs[s->buf_off + root_nrs[r]], root_grads[r], cb) < 0) {
             goto error;
@@ -486,6 +553,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     }
     PyMem_Free(scratch);
     PyMem_Free(needed);
+    unregister_run(&run);
     run_free(&run);
     return 0;
 error:
@@ -498,6 +566,7 @@ error:
         /* Keep the exception across the releases below (they may run deallocators). */
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
+        unregister_run(&run);
         run_free(&run);
         PyErr_Restore(et, ev, tb);
     }

@@ -27,6 +27,8 @@ void cg_node_init(cg_node_t *node, PyObject *self, int kind, uint64_t seq_nr)
     node->edges = NULL;
     node->n_outputs = 0;
     node->meta = NULL;
+    node->run_id = 0;
+    node->run_slot = -1;
 }
 
 int cg_node_alloc_edges(cg_node_t *node, Py_ssize_t n)

@@ -46,6 +46,10 @@ struct cg_node {
     Py_ssize_t n_outputs;
     cg_meta_t *meta;
     cg_meta_t inline_meta;
+    /* Note [Run hints]: the id of the engine run that last claimed this node (0: none) and
+     * the node's slot in that run. A lookup shortcut for the engine only; see cg_engine.c. */
+    uint64_t run_id;
+    Py_ssize_t run_slot;
 };
 
 /* Initialise a zeroed struct. `self` is borrowed. Cannot fail. */

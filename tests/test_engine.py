@@ -944,3 +944,46 @@ def test_threads_share_a_leaf_and_a_retained_subgraph():
     r = subprocess.run([sys.executable, "-c", _SHARED_THREADS], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_nested_runs_over_the_same_long_chain(depth):
+    """Note [Run hints] in csrc/cg_engine.c: a nested run claims nodes the outer run has
+    claimed (taking over their hints); the outer run must still find its own slots."""
+    def build():
+        a = cgrad.tensor([0.5, -1.0, 2.0], dtype=cgrad.float64, requires_grad=True)
+        h = a
+        for k in range(200):
+            h = h * 1.01 + 0.001 * k
+        return a, h
+
+    a, h = build()
+    (ref,) = cgrad.autograd.grad((h * h).sum(), a, retain_graph=True)
+    inner_results = []
+
+    class Nest(cgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, level):
+            ctx.level = level
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            with cgrad.enable_grad():
+                if ctx.level > 1:
+                    inner = Nest.apply(h, ctx.level - 1)
+                    cgrad.autograd.backward((inner * h).sum(), inputs=[a], retain_graph=True)
+                (gi,) = cgrad.autograd.grad((h * h).sum(), a, retain_graph=True)
+            inner_results.append(gi.numpy().copy())
+            return g, None
+
+    a.grad = None
+    out = Nest.apply(h, depth) * h
+    out.sum().backward(retain_graph=True)
+    for r in inner_results:
+        np.testing.assert_allclose(r, ref.numpy())
+    assert len(inner_results) == depth
+    # the outer run's gradient: d/da sum(h * h) (the Nest output is a copy of h), plus what the
+    # nested backward(inputs=[a]) calls accumulated into a.grad
+    (plain,) = cgrad.autograd.grad((h * h).sum(), a, retain_graph=True)
+    np.testing.assert_allclose(a.grad.numpy(), plain.numpy() * depth, rtol=1e-12)
