@@ -1696,6 +1696,15 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
         res = _apply_anomaly(node, fn, grads)
     else:
         res = fn(*grads)
+    if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
+            and node._post_hooks is None and not _anomaly_on):
+        # one input, one gradient returned bare (the usual custom backward): no tuple
+        target = c.edges[0].node
+        if target != NULL and res is not None:
+            g = _validate_grad(node, res, 0, target, c.edges[0].input_nr)
+            Py_INCREF(g)
+            out[0] = <PyObject *>g
+        return 0
     if type(res) is not tuple:
         res = (res,)
     if _anomaly_on and _anomaly_nan:
@@ -1875,6 +1884,16 @@ cdef int _cb_accumulate(void *state, cg_node_t *c, PyObject *grad, int owned) ex
                             (<_RunState>state).create_graph)
 
 
+cdef inline bint _same_shape(cnp.ndarray x, cnp.ndarray y) noexcept:
+    cdef int d, nd = cnp.PyArray_NDIM(x)
+    if cnp.PyArray_NDIM(y) != nd:
+        return False
+    for d in range(nd):
+        if cnp.PyArray_DIM(x, d) != cnp.PyArray_DIM(y, d):
+            return False
+    return True
+
+
 cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) except NULL:
     cdef TensorBase ta, tb
     A = <object>a
@@ -1889,8 +1908,10 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
         tb = <TensorBase>B
         x = ta._data
         y = tb._data
-        if (a_owned and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x) and x.shape == y.shape
-                and x.dtype == y.dtype):
+        if (a_owned and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x)
+                and _same_shape(<cnp.ndarray>x, <cnp.ndarray>y)
+                and (cnp.PyArray_DESCR(<cnp.ndarray>x) == cnp.PyArray_DESCR(<cnp.ndarray>y)
+                     or x.dtype == y.dtype)):
             _np_add(x, y, x)
             r = A
         else:
