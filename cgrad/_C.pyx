@@ -1294,18 +1294,32 @@ cdef object _dt_f64 = np.dtype(np.float64)
 DEF _SC_MAX = 256
 
 
+# In front of the dicts, a small table per dtype keyed by object identity: a loop
+# multiplying by the literal 1.0001 passes the same float object every time, so `is` finds
+# it without hashing. A slot's key and value are stored together with no Python call in
+# between (atomic under the GIL), and the table holds its keys, so a key's address cannot be
+# reused while it is cached.
+cdef list _rk32 = [None] * 16, _rv32 = [None] * 16, _rk64 = [None] * 16, _rv64 = [None] * 16
+
+
 cdef inline object _np_scalar(object other, object x):
     cdef int t = cnp.PyArray_TYPE(<cnp.ndarray>x)
     cdef dict d
+    cdef list keys, vals
     cdef double v
+    cdef Py_ssize_t h = (<Py_ssize_t><PyObject *>other >> 4) & 15
     if t == cnp.NPY_FLOAT:
-        d = _sc_f32
+        d, keys, vals = _sc_f32, _rk32, _rv32
     elif t == cnp.NPY_DOUBLE:
-        d = _sc_f64
+        d, keys, vals = _sc_f64, _rk64, _rv64
     else:
         return other
+    if keys[h] is other:
+        return vals[h]
     r = d.get(other)
     if r is not None:
+        keys[h] = other
+        vals[h] = r
         return r
     if len(d) >= _SC_MAX:
         return other
