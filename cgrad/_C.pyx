@@ -1953,6 +1953,31 @@ cdef cg_callbacks_t _make_callbacks(_RunState st):
     return cb
 
 
+def _roots_ready(list tensors, list grads):
+    """The common case of autograd.backward's argument checks, in one C loop: True when
+    every root requires grad and every gradient is a Tensor with its root's shape and dtype
+    (nothing to create, cast or report). Otherwise the Python checks run and raise."""
+    cdef Py_ssize_t i, n = len(tensors)
+    cdef TensorBase t, g
+    if len(grads) != n:
+        return False
+    for i in range(n):
+        a = tensors[i]
+        b = grads[i]
+        if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
+            return False
+        t = <TensorBase>a
+        g = <TensorBase>b
+        if not t._requires_grad or type(t._data) is not _ndarray or type(g._data) is not _ndarray:
+            return False
+        if not _same_shape(<cnp.ndarray>t._data, <cnp.ndarray>g._data):
+            return False
+        if cnp.PyArray_DESCR(<cnp.ndarray>t._data) != cnp.PyArray_DESCR(<cnp.ndarray>g._data):
+            if t._data.dtype != g._data.dtype:
+                return False
+    return True
+
+
 cdef tuple _root_of(TensorBase t, Py_ssize_t i):
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)

@@ -95,11 +95,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     if retain_graph is None:
         retain_graph = create_graph
-    for i, t in enumerate(tensors):
-        if not t.requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn")
-    grads = _make_grads(tensors, grad_tensors)
+    if type(grad_tensors) in (list, tuple) and _C._roots_ready(tensors, list(grad_tensors)):
+        grads = list(grad_tensors)      # many roots: checked in one C loop
+    else:
+        for i, t in enumerate(tensors):
+            if not t.requires_grad:
+                raise RuntimeError(
+                    f"element {i} of tensors does not require grad and does not have a grad_fn")
+        grads = _make_grads(tensors, grad_tensors)
     if create_graph:
         import warnings
         warnings.warn(
