@@ -12,6 +12,10 @@
  *
  * The object holds STRONG references to info, owner and fallback and takes part in the
  * cycle collector (owner's dict holds the object, the object holds owner).
+ *
+ * It is written in C because a Cython extension type can have neither a vectorcall slot nor
+ * a descriptor that returns itself without building an object; what a call does is Cython's
+ * (impl is cgrad._C._apply_vc).
  */
 #ifndef CGRAD_CG_APPLY_H
 #define CGRAD_CG_APPLY_H
