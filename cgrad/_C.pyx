@@ -1130,7 +1130,6 @@ cdef object _apply(_FnInfo info, tuple args):
     cdef bint any_rg = False, is_graph, prev, multi
     cdef TensorBase t
     cdef Node ctx
-    cls = info.cls
     _check_methods(info)
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)

@@ -22,6 +22,18 @@ class Double(Function):
     def backward(ctx, g):
         return g * 2
 
+def fresh_double():
+    """A new Function class computing x * 2 (each test mutating a class gets its own)."""
+    class F(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    return F
+
 
 def test_apply_is_stable_and_bound_to_its_class():
     assert Double.apply is Double.apply
@@ -95,14 +107,7 @@ def test_split_style_gets_defaults_bound():
 def test_super_apply_from_an_overriding_subclass_runs_the_subclass():
     calls = []
 
-    class Base(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
+    Base = fresh_double()
 
     class Child(Base):
         @staticmethod
@@ -151,15 +156,7 @@ def test_user_defined_apply_is_not_replaced():
 
 
 def test_redefining_forward_and_backward_after_use_takes_effect():
-    class F(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
+    F = fresh_double()
     x = cgrad.tensor([1.0], requires_grad=True)
     F.apply(x).backward()
     assert x.grad.tolist() == [2.0]
@@ -173,14 +170,7 @@ def test_redefining_forward_and_backward_after_use_takes_effect():
 
 
 def test_changing_a_base_class_reaches_subclasses():
-    class Base(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
+    Base = fresh_double()
 
     class Sub(Base):
         pass
@@ -195,15 +185,7 @@ def test_changing_a_base_class_reaches_subclasses():
 
 
 def test_backward_defined_after_the_graph_was_recorded():
-    class F(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
+    F = fresh_double()
     x = cgrad.tensor([1.0], requires_grad=True)
     y = F.apply(x)
     F.backward = staticmethod(lambda ctx, g: g * 5)

@@ -336,25 +336,21 @@ class RPow(Function):
             out = promote(out, x, s)
         if ctx is not None:
             out = _wrap(out)
-            if s == 0:
-                ctx.save_for_backward(out, a)
-            else:
-                ctx.save_for_backward(out)
+            ctx.save_for_backward(out, a if s == 0 else None)
             ctx._aux = s
         return out
 
     @staticmethod
     def backward(ctx, g):
         s = ctx._aux
+        out, a = ctx.saved_tensors
         if s == 0:
             # torch: grad * where(exponent >= 0, 0, result * log(base)) for a zero base (of
             # either sign), so 0 ** a has gradient 0, not 0 * -inf = nan, where a >= 0
             from cgrad.ops.shape import MaskedFillConst
-            out, a = ctx.saved_tensors
             with np.errstate(invalid="ignore"):
                 factor = out * -math.inf
             return g * MaskedFillConst.apply(factor, a._data >= 0, 0.0), None
-        (out,) = ctx.saved_tensors
         return g * out * float(np.log(s)), None
 
 
