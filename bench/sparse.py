@@ -174,27 +174,9 @@ def make_torch_mm(torch, N, idx, vals, B, G):
 
 
 def make_torch_pygat(torch, N, idx, vals, B, G):
-    class SpecialSpmmFunction(torch.autograd.Function):
-        """pyGAT (Diego999/pyGAT, layers.py), verbatim."""
-        @staticmethod
-        def forward(ctx, indices, values, shape, b):
-            assert indices.requires_grad == False  # noqa: E712
-            a = torch.sparse_coo_tensor(indices, values, shape)
-            ctx.save_for_backward(a, b)
-            ctx.N = shape[0]
-            return torch.matmul(a, b)
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            a, b = ctx.saved_tensors
-            grad_values = grad_b = None
-            if ctx.needs_input_grad[1]:
-                grad_a_dense = grad_output.matmul(b.t())
-                edge_idx = a._indices()[0, :] * ctx.N + a._indices()[1, :]
-                grad_values = grad_a_dense.view(-1)[edge_idx]
-            if ctx.needs_input_grad[3]:
-                grad_b = a.t().matmul(grad_output)
-            return None, grad_values, None, grad_b
+    # pyGAT's layers.py, verbatim, as examples/pygat_torch.py carries it
+    from gat import load_torch_gat
+    SpecialSpmmFunction = load_torch_gat(set_threads=False).SpecialSpmmFunction
 
     ti, tG = torch.tensor(idx), torch.tensor(G)
 

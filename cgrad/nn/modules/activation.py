@@ -113,8 +113,8 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softmax(Module):
-    """exp(x) / sum(exp(x)) along ``dim``."""
+class _Dim(Module):
+    """A module applying a function along ``dim`` (Softmax, LogSoftmax)."""
 
     def __init__(self, dim=None):
         super().__init__()
@@ -124,28 +124,20 @@ class Softmax(Module):
         super().__setstate__(state)
         if not hasattr(self, "dim"):
             self.dim = None
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_Dim):
+    """exp(x) / sum(exp(x)) along ``dim``."""
 
     def forward(self, input):
         return F.softmax(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self):
-        return f"dim={self.dim}"
 
-
-class LogSoftmax(Module):
+class LogSoftmax(_Dim):
     """log(softmax(x)) along ``dim`` (computed stably)."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
 
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
