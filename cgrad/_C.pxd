@@ -1,5 +1,6 @@
 # cython: language_level=3
 # Object layouts of cgrad._C (the fields are private to the package).
+cimport cython
 from cgrad._csrc cimport cg_node_t
 
 
@@ -8,6 +9,7 @@ cdef class _VersionCounter:
 
 
 cdef class Node
+cdef class _NodeExtra
 
 
 cdef class TensorBase:
@@ -32,25 +34,35 @@ cdef class Node:
     cdef cg_node_t c                     # graph record (edges, output metadata, seq_nr)
     cdef object _fn                      # the Function class whose backward this runs
     cdef object _saved                   # tuple given to save_for_backward, or None
-    cdef object _saved_vers              # list of versions at save time, or None (all 0)
     cdef bint _has_saved
     cdef bint _released
-    cdef object _saved_fwd
     cdef object _needs                   # needs_input_grad tuple (computed lazily)
     cdef object _args                    # forward arguments while forward runs
     cdef public object _aux              # op-private slot for built-in ops (no dict)
     cdef object _arg_pos                 # edge index -> forward-argument position, or None
     cdef Py_ssize_t _n_args
     cdef bint _materialize
-    cdef object _non_diff                # list of outputs marked non-differentiable
-    cdef object _dirty                   # list of inputs marked dirty
-    cdef object _tensor_pre              # dict output_nr -> {id: hook} (tensor hooks)
-    cdef object _retain                  # dict output_nr -> weakref to a retain_grad tensor
-    cdef object _pre_hooks               # dict id -> node pre-hook
-    cdef object _post_hooks              # dict id -> node post-hook
-    cdef object _metadata
+    cdef _NodeExtra _x                   # rarely used state, or None (Note [Compact node])
     cdef object __weakref__
     cdef tuple _unpack_saved(self)
+    cdef _NodeExtra _extra(self)
+
+
+@cython.final
+cdef class _NodeExtra:
+    # Note [Compact node]: the state that most nodes never use lives in this record,
+    # allocated on first use, so that a node spans fewer cache lines. The cycle collector
+    # visits every live node several times as a graph grows, and it is memory-bound: its
+    # cost per node follows the node's size.
+    cdef object saved_vers               # list of versions at save time, or None (all 0)
+    cdef object saved_fwd                # save_for_forward's tensors
+    cdef object non_diff                 # list of outputs marked non-differentiable
+    cdef object dirty                    # list of inputs marked dirty
+    cdef object tensor_pre               # dict output_nr -> {id: hook} (tensor hooks)
+    cdef object retain                   # dict output_nr -> weakref to a retain_grad tensor
+    cdef object pre_hooks                # dict id -> node pre-hook
+    cdef object post_hooks               # dict id -> node post-hook
+    cdef object metadata                 # dict, or None
 
 
 cdef class AccumulateGrad(Node):

@@ -346,10 +346,10 @@ cdef class TensorBase:
             return
         if self._retains_grad:
             return
-        node = self._grad_fn
-        if node._retain is None:
-            node._retain = {}
-        node._retain[self._output_nr] = weakref.ref(self)
+        x = self._grad_fn._extra()
+        if x.retain is None:
+            x.retain = {}
+        x.retain[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     def register_hook(self, hook):
@@ -363,13 +363,13 @@ cdef class TensorBase:
                 self._hooks = {}
             hooks = self._hooks
         else:
-            node = self._grad_fn
-            if node._tensor_pre is None:
-                node._tensor_pre = {}
-            hooks = node._tensor_pre.get(self._output_nr)
+            x = self._grad_fn._extra()
+            if x.tensor_pre is None:
+                x.tensor_pre = {}
+            hooks = x.tensor_pre.get(self._output_nr)
             if hooks is None:
                 hooks = {}
-                node._tensor_pre[self._output_nr] = hooks
+                x.tensor_pre[self._output_nr] = hooks
         handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         return handle
@@ -662,7 +662,7 @@ cdef void _anomaly_record(Node ctx) except *:
 
 
 cdef void _anomaly_report(Node node) except *:
-    md = node._metadata
+    md = node._x.metadata if node._x is not None else None
     tb = md.get("traceback_") if md is not None else None
     name = type(node).__name__
     if tb is None:
@@ -685,6 +685,10 @@ cdef void _anomaly_check_nan(Node node, tuple res) except *:
 
 
 @cython.trashcan(True)
+cdef class _NodeExtra:
+    pass    # fields in _C.pxd (Note [Compact node])
+
+
 cdef class Node:
     """A backward graph node. For a custom Function it is also the ``ctx``."""
 
@@ -694,6 +698,11 @@ cdef class Node:
 
     def __dealloc__(self):
         cg_node_clear(&self.c)
+
+    cdef _NodeExtra _extra(self):
+        if self._x is None:
+            self._x = _NodeExtra.__new__(_NodeExtra)
+        return self._x
 
     def name(self):
         """The node's class name, e.g. 'MulBackward0'."""
@@ -718,9 +727,10 @@ cdef class Node:
 
     @property
     def metadata(self):
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
+        x = self._extra()
+        if x.metadata is None:
+            x.metadata = {}
+        return x.metadata
 
     # -- ctx API -------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
@@ -742,7 +752,7 @@ cdef class Node:
             return ()
         saved = <tuple>self._saved
         n = len(saved)
-        vers = self._saved_vers
+        vers = self._x.saved_vers if self._x is not None else None
         result = PyTuple_New(n)
         for i in range(n):
             obj = saved[i]
@@ -781,9 +791,7 @@ cdef class Node:
     def _release(self):
         """Free saved tensors (called by the engine after backward unless retain_graph)."""
         if self._has_saved:
-            self._saved = None
-            self._saved_vers = None
-            self._released = True
+            _release_saved(self)
 
     @property
     def needs_input_grad(self):
@@ -794,9 +802,10 @@ cdef class Node:
 
     def mark_non_differentiable(self, *outputs):
         """Mark outputs that get no grad_fn and requires_grad=False."""
-        if self._non_diff is None:
-            self._non_diff = []
-        self._non_diff.extend(outputs)
+        x = self._extra()
+        if x.non_diff is None:
+            x.non_diff = []
+        x.non_diff.extend(outputs)
 
     def set_materialize_grads(self, bint value):
         """If False, gradients of unused outputs arrive as None instead of zeros."""
@@ -804,9 +813,10 @@ cdef class Node:
 
     def mark_dirty(self, *tensors):
         """Declare inputs that forward modified in place (they must be returned)."""
-        if self._dirty is None:
-            self._dirty = []
-        self._dirty.extend(tensors)
+        x = self._extra()
+        if x.dirty is None:
+            x.dirty = []
+        x.dirty.extend(tensors)
 
     def mark_shared_storage(self, *pairs):
         warnings.warn(
@@ -814,23 +824,25 @@ cdef class Node:
             "tracked. Note that calls to `set_()` are not tracked", FutureWarning, stacklevel=2)
 
     def save_for_forward(self, *tensors):
-        self._saved_fwd = tensors
+        self._extra().saved_fwd = tensors
 
     # -- node hooks ------------------------------------------------------------------------
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after backward."""
-        if self._post_hooks is None:
-            self._post_hooks = {}
-        h = RemovableHandle(self._post_hooks)
-        self._post_hooks[h.id] = fn
+        x = self._extra()
+        if x.post_hooks is None:
+            x.post_hooks = {}
+        h = RemovableHandle(x.post_hooks)
+        x.post_hooks[h.id] = fn
         return h
 
     def register_prehook(self, fn):
         """fn(grad_outputs) -> None or new grad_outputs, before backward."""
-        if self._pre_hooks is None:
-            self._pre_hooks = {}
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
+        x = self._extra()
+        if x.pre_hooks is None:
+            x.pre_hooks = {}
+        h = RemovableHandle(x.pre_hooks)
+        x.pre_hooks[h.id] = fn
         return h
 
     def __call__(self, *grads):
@@ -839,6 +851,13 @@ cdef class Node:
         if fn is None:
             raise RuntimeError("this node has no backward to call")
         return cg_call_prepend(_backward_of(fn), self, grads)
+
+
+cdef inline void _release_saved(Node node) noexcept:
+    node._saved = None     # may run deallocators; nothing here can fail
+    if node._x is not None:
+        node._x.saved_vers = None
+    node._released = True
 
 
 cdef int _save(Node ctx, tuple tensors) except -1:
@@ -871,7 +890,10 @@ cdef int _save(Node ctx, tuple tensors) except -1:
         PyTuple_SET_ITEM(saved, i, obj)
     PyObject_GC_UnTrack(saved)
     ctx._saved = saved
-    ctx._saved_vers = vers
+    if vers is not None:
+        ctx._extra().saved_vers = vers
+    elif ctx._x is not None:
+        ctx._x.saved_vers = None
     ctx._has_saved = True
     ctx._released = False
     return 0
@@ -1543,7 +1565,8 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
             if a is o:
                 is_input = True
                 break
-        if is_input and ctx._dirty is not None and any(d is o for d in ctx._dirty):
+        if (is_input and ctx._x is not None and ctx._x.dirty is not None
+                and any(d is o for d in ctx._x.dirty)):
             dirty = True
             t = src
             _bump(t)
@@ -1567,7 +1590,8 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
     if is_graph:
         _set_meta(&ctx.c, i, t._data)
         if _is_float(t._data) and not (
-                ctx._non_diff is not None and any(d is o for d in ctx._non_diff)):
+                ctx._x is not None and ctx._x.non_diff is not None
+                and any(d is o for d in ctx._x.non_diff)):
             _track(t)
             t._grad_fn = ctx
             t._output_nr = i
@@ -1686,8 +1710,10 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             g = None
         Py_INCREF(g)
         PyTuple_SET_ITEM(grads, i + 1, g)
-    if node._tensor_pre is not None or node._retain is not None or node._pre_hooks is not None:
-        grads = (node,) + _run_pre_hooks(node, grads[1:])
+    x = node._x
+    if x is not None and (x.tensor_pre is not None or x.retain is not None
+                          or x.pre_hooks is not None):
+        grads = (node,) + _run_pre_hooks(x, grads[1:])
     if node._materialize:
         for i in range(n_out):
             if grads[i + 1] is None and c.meta[i].ndim >= 0:
@@ -1710,7 +1736,7 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     else:
         res = fn(*grads)
     if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
-            and node._post_hooks is None and not _anomaly_on):
+            and (x is None or x.post_hooks is None) and not _anomaly_on):
         # one input, one gradient returned bare (the usual custom backward): no tuple
         target = c.edges[0].node
         if target != NULL and res is not None:
@@ -1722,8 +1748,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
         res = (res,)
     if _anomaly_on and _anomaly_nan:
         _anomaly_check_nan(node, res)
-    if node._post_hooks is not None:
-        res = _run_post_hooks(node, res, grads[1:])
+    if x is not None and x.post_hooks is not None:
+        res = _run_post_hooks(x, res, grads[1:])
     n_res = PyTuple_GET_SIZE(res)
     if n_res != node._n_args:
         if n_res < node._n_args or any(r is not None for r in res[node._n_args:]):
@@ -1772,10 +1798,10 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
         node._needs = old
 
 
-cdef tuple _run_pre_hooks(Node node, tuple grads):
+cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
     lst = list(grads)
-    if node._tensor_pre is not None:
-        for nr, hooks in list(node._tensor_pre.items()):
+    if x.tensor_pre is not None:
+        for nr, hooks in list(x.tensor_pre.items()):
             if lst[nr] is None:
                 continue
             for fn in list(hooks.values()):
@@ -1783,14 +1809,14 @@ cdef tuple _run_pre_hooks(Node node, tuple grads):
                 if r is not None:
                     _check_hook_result(fn, lst[nr], r)
                     lst[nr] = r
-    if node._retain is not None:
-        for nr, ref in list(node._retain.items()):
+    if x.retain is not None:
+        for nr, ref in list(x.retain.items()):
             t = ref()
             if t is None or lst[nr] is None:
                 continue
             _retain_accumulate(<TensorBase>t, lst[nr])
-    if node._pre_hooks is not None:
-        for fn in list(node._pre_hooks.values()):
+    if x.pre_hooks is not None:
+        for fn in list(x.pre_hooks.values()):
             r = fn(tuple(lst))
             if r is not None:
                 lst = list(r)
@@ -1809,8 +1835,8 @@ cdef _retain_accumulate(TensorBase t, object g):
         t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data + (<TensorBase>g)._data))
 
 
-cdef tuple _run_post_hooks(Node node, tuple res, tuple grad_outputs):
-    for fn in list(node._post_hooks.values()):
+cdef tuple _run_post_hooks(_NodeExtra x, tuple res, tuple grad_outputs):
+    for fn in list(x.post_hooks.values()):
         r = fn(res, grad_outputs)
         if r is not None:
             res = tuple(r) if isinstance(r, (tuple, list)) else (r,)
@@ -1936,9 +1962,7 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
 cdef int _cb_release(void *state, cg_node_t *c) except -1:
     cdef Node node = <Node>c.self
     if node._has_saved:
-        node._saved = None
-        node._saved_vers = None
-        node._released = True
+        _release_saved(node)
     return 0
 
 

@@ -22,6 +22,7 @@ void cg_node_init(cg_node_t *node, PyObject *self, int kind, uint64_t seq_nr)
 {
     node->self = self;
     node->kind = kind;
+    node->meta_gc = 0;
     node->seq_nr = seq_nr;
     node->n_edges = 0;
     node->edges = NULL;
@@ -114,6 +115,9 @@ int cg_node_set_meta(cg_node_t *node, Py_ssize_t i, int ndim, const Py_ssize_t *
         memcpy(m->dims, dims, sizeof(Py_ssize_t) * (size_t)ndim);
     }
     m->ndim = ndim;
+    if (dtype != NULL && PyObject_IS_GC(dtype)) {
+        node->meta_gc = 1;
+    }
     Py_XINCREF(dtype);
     Py_XSETREF(m->dtype, dtype);
     return 0;
@@ -143,7 +147,9 @@ int cg_node_traverse(cg_node_t *node, visitproc visit, void *arg)
             Py_VISIT(node->edges[i].node->self);
         }
     }
-    if (node->meta != NULL) {
+    /* NumPy's dtypes are not GC objects: visiting them would do nothing but read one more
+     * cache line of every node. */
+    if (node->meta != NULL && node->meta_gc) {
         Py_ssize_t n = node->n_outputs < 1 ? 1 : node->n_outputs;
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_VISIT(node->meta[i].dtype);

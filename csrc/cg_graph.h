@@ -36,13 +36,17 @@ typedef struct {
 
 enum { CG_NODE_FUNCTION = 0, CG_NODE_ACCUMULATE = 1 };
 
+/* The fields the cycle collector reads (self, n_edges, edges, inline_edges) come first, so
+ * that they share cache lines with the object's header; see Note [Compact node] in
+ * cgrad/_C.pxd. */
 struct cg_node {
     PyObject *self;        /* borrowed: the object embedding this struct */
-    uint64_t seq_nr;
-    int kind;              /* CG_NODE_FUNCTION or CG_NODE_ACCUMULATE */
     Py_ssize_t n_edges;
     cg_edge_t *edges;
     cg_edge_t inline_edges[CG_INLINE_EDGES];
+    uint64_t seq_nr;
+    int kind;              /* CG_NODE_FUNCTION or CG_NODE_ACCUMULATE */
+    int meta_gc;           /* 1 if some meta[i].dtype is a GC object (never, for NumPy's) */
     Py_ssize_t n_outputs;
     cg_meta_t *meta;
     cg_meta_t inline_meta;

@@ -208,6 +208,35 @@ def test_ctx_attribute_holding_output_is_collectable():
     assert r_ctx() is None and r_y() is None
 
 
+@pytest.mark.parametrize("how", ["pre_hook", "post_hook", "tensor_hook", "metadata",
+                                 "retain_grad"])
+def test_cycles_through_rarely_used_node_state_are_collectable(how):
+    """Hooks and metadata live in a record the node allocates on first use (Note [Compact
+    node]); a cycle output -> node -> record -> closure/dict -> output must still be found
+    by the cycle collector."""
+    x = _t([1.0, 2.0], True)
+    y = x * 3.0
+    node = y.grad_fn
+    if how == "pre_hook":
+        node.register_prehook(lambda g, y=y: None)
+    elif how == "post_hook":
+        node.register_hook(lambda gi, go, y=y: None)
+    elif how == "tensor_hook":
+        y.register_hook(lambda g, y=y: None)
+    elif how == "metadata":
+        node.metadata["out"] = y
+    else:
+        y.retain_grad()
+        node.metadata["out"] = y
+    r_node, r_y = weakref.ref(node), weakref.ref(y)
+    y.sum().backward(retain_graph=True)
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+    del y, node
+    assert r_y() is not None        # kept alive by the cycle alone
+    gc.collect()
+    assert r_node() is None and r_y() is None
+
+
 # ======================================================================================
 # Leaves
 
