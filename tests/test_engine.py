@@ -987,3 +987,38 @@ def test_nested_runs_over_the_same_long_chain(depth):
     # nested backward(inputs=[a]) calls accumulated into a.grad
     (plain,) = cgrad.autograd.grad((h * h).sum(), a, retain_graph=True)
     np.testing.assert_allclose(a.grad.numpy(), plain.numpy() * depth, rtol=1e-12)
+
+
+def test_backward_argument_fast_check_agrees_with_the_python_checks():
+    """autograd.backward checks many roots in one C loop (_C._roots_ready) and falls back to
+    the Python checks (_make_grads) otherwise. The fast check may only accept what the Python
+    checks pass through unchanged."""
+    from cgrad import _C
+    from cgrad.autograd import _make_grads
+
+    f32 = np.ones((2, 3), np.float32)
+    root = (cgrad.tensor(f32, requires_grad=True) * 2)
+    cases = [
+        (root, cgrad.tensor(f32)),                                       # accepted
+        (root, cgrad.from_numpy(np.ones((3, 2), np.float32).T)),         # non-contiguous
+        (root, cgrad.tensor(np.ones((2, 3)))),                           # float64: cast
+        (root, cgrad.tensor(np.ones((2, 3), np.int64))),                 # int: cast
+        (root, cgrad.tensor(np.ones((3, 2), np.float32))),               # wrong shape
+        (root, cgrad.tensor(np.ones((1, 3), np.float32))),               # broadcastable
+        (root, f32),                                                     # ndarray
+        (root, None),                                                    # implicit, not scalar
+        (root.sum(), None),                                              # implicit scalar
+        (cgrad.tensor(f32), cgrad.tensor(f32)),                          # no grad
+    ]
+    accepted = 0
+    for t, g in cases:
+        fast = _C._roots_ready([t], [g])
+        try:
+            slow = _make_grads([t], [g])
+        except RuntimeError:
+            slow = None
+        if fast:
+            accepted += 1
+            assert slow is not None and slow[0] is g, (t, g)
+            assert t.requires_grad
+    assert accepted == 2

@@ -724,10 +724,11 @@ def test_non_leaf_with_retain_grad_is_accepted():
     optim.SGD([y], lr=0.1)
 
 
-def test_unsupported_differentiable():
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop"])
+def test_unsupported_differentiable(name):
     p = cgrad.tensor([1.0], requires_grad=True)
     with pytest.raises(NotImplementedError, match="differentiable"):
-        optim.Adam([p], differentiable=True)
+        getattr(optim, name)([p], lr=0.1, differentiable=True)
 
 
 # ----------------------------------------------------------------------------------------

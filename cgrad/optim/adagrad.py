@@ -60,8 +60,6 @@ class Adagrad(Optimizer):
                     "initial_accumulator_value": initial_accumulator_value,
                     "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "fused": fused}
-        if differentiable:
-            raise NotImplementedError("cgrad.optim does not support differentiable=True")
         super().__init__(params, defaults)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

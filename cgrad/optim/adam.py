@@ -90,8 +90,6 @@ class Adam(Optimizer):
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "capturable": capturable, "differentiable": differentiable,
                     "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
-        if differentiable:
-            raise NotImplementedError("cgrad.optim does not support differentiable=True")
         super().__init__(params, defaults)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

@@ -193,6 +193,9 @@ class Optimizer:
             cls.step = _hook_step(step)
 
     def __init__(self, params, defaults):
+        if defaults.get("differentiable"):
+            # Documented refusal: a differentiable step would record the update in the graph.
+            raise NotImplementedError("cgrad.optim does not support differentiable=True")
         self.defaults = defaults
         self._optimizer_step_pre_hooks = {}
         self._optimizer_step_post_hooks = {}

@@ -54,8 +54,6 @@ class RMSprop(Optimizer):
                     "centered": centered, "weight_decay": weight_decay,
                     "capturable": capturable, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable}
-        if differentiable:
-            raise NotImplementedError("cgrad.optim does not support differentiable=True")
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
