@@ -33,7 +33,7 @@ Workloads (issue 7's numbering):
 7. ``gat`` (bench/gat.py): a GAT training epoch on Cora against pyGAT on torch.
 8. ``hvp`` (bench/hvp.py): double backward: the Hessian-vector product of a tanh MLP loss.
 S. ``scaling`` (bench/scaling.py): time and bytes per node of chains and random DAGs of 1e3,
-   1e4, 1e5, 1e6 nodes, one fresh process per cell.
+   1e4, 1e5, 1e6, 3e6 nodes, one fresh process per cell, and the cycle collector's share.
 
 Method: OPENBLAS/OMP/MKL threads = 1 (set here before NumPy is imported) and
 torch.set_num_threads(1); every system's gradients are checked against the floor's before
@@ -702,15 +702,18 @@ def build_summary(results):
                 vals = {s: res_k[s][str(n)]["cpu_us_per_node"] for s in res_k
                         if str(n) in res_k[s]}
                 cg = res_k.get("cgrad", {})
-                flat = None
-                done = [cg[str(m)] for m in r["sizes"] if str(m) in cg]
+                note = ""
+                done = [(m, cg[str(m)]) for m in r["sizes"] if str(m) in cg]
                 if len(done) > 1:
-                    flat = done[-1]["cpu_us_per_node"] / done[0]["cpu_us_per_node"]
+                    (m0, d0), (m1, d1), (m2, d2) = done[0], done[-2], done[-1]
+                    note = (f"cgrad per-node time {m2:,}/{m0:,} nodes: "
+                            f"{d2['cpu_us_per_node'] / d0['cpu_us_per_node']:.2f}x, "
+                            f"{m2:,}/{m1:,}: {d2['cpu_us_per_node'] / d1['cpu_us_per_node']:.2f}x"
+                            + (f"; cycle collector {100 * d2['gc_share']:.0f}% of it"
+                               if "gc_share" in d2 else ""))
                 label = "chain" if k == "chain" else "random DAG"
                 rows.append(_row("S", f"S {label}, {n:,} nodes", "us/node", vals, "", None,
-                                 _checks(r["grad_check"].get(k)),
-                                 note=(f"cgrad {n:,}/{r['sizes'][0]:,} nodes per-node time: "
-                                       f"{flat:.2f}x" if flat else "")))
+                                 _checks(r["grad_check"].get(k)), note=note))
     return rows
 
 

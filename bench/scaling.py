@@ -1,4 +1,4 @@
-"""Scaling: time and memory per node of graphs of 1e3 .. 1e6 nodes (flat = linear total cost).
+"""Scaling: time and memory per node of graphs of 1e3 .. 3e6 nodes (flat = linear total cost).
 
 Two graph shapes, float32 values of shape (8,), built and backpropagated by every system:
 
@@ -13,14 +13,21 @@ Two graph shapes, float32 values of shape (8,), built and backpropagated by ever
 
 Per size and system a fresh subprocess builds the graph once to measure memory (RSS growth
 while building / nodes, /proc/self/statm) and times build + backward (median of several runs
-for the small sizes: 9, 5, 3, 1 runs for 1e3, 1e4, 1e5, 1e6). Gradients of the leaf are
+for the small sizes: 9, 5, 3, 1, 1 runs for 1e3, 1e4, 1e5, 1e6, 3e6). Gradients of the leaf are
 checked against the NumPy floor on a 200-node graph first. HIPS autograd and torch run when
 importable. A size is skipped for a system when its previous size predicts one run would take
 longer than ``budget`` seconds (or more memory than half the machine's available memory): the
 report says so. ``--quick``: sizes 1e3 and 1e4 in one subprocess per system and shape, all
 started at once (a smoke test; the RSS of the second size is then approximate).
 
-``python bench/scaling.py [--quick]`` runs it alone.
+The cycle collector's part is reported per cell: its share of the wall time (gc callbacks)
+and the objects it examined per node in one more, untimed, run. CPython's collector examines
+every tracked object again each time the objects that survived since the last full
+collection reach 25% of the long-lived ones, so this count per node is bounded (total work
+linear in the graph) but grows until the graph outnumbers the interpreter's own objects; the
+3e6 column shows the asymptote.
+
+``python bench/scaling.py [--quick] [--sizes 1000,10000]`` runs it alone.
 """
 import os
 
@@ -40,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import available, close, cpu_time, load, perf_counter, rss_bytes  # noqa: E402
 
-SIZES = (1_000, 10_000, 100_000, 1_000_000)
+SIZES = (1_000, 10_000, 100_000, 1_000_000, 3_000_000)
 QUICK_SIZES = (1_000, 10_000)
 KINDS = ("chain", "dag")
 REPS = {1_000: 9, 10_000: 5, 100_000: 3}
@@ -172,6 +179,39 @@ def _as_array(g):
     return np.array(g, copy=True)
 
 
+class _GCClock:
+    """Wall time spent in CPython's cycle collector while installed (a gc callback)."""
+
+    def __init__(self):
+        self.total = 0.0
+        self._t0 = None
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t0 = perf_counter()
+        elif self._t0 is not None:
+            self.total += perf_counter() - self._t0
+            self._t0 = None
+
+
+def gc_examined(run):
+    """Objects the cycle collector examines while run() executes: at each collection, the
+    sizes of the generations it collects (counted with gc.get_objects, so not timed)."""
+    seen = [0]
+
+    def cb(phase, info):
+        if phase == "start":
+            seen[0] += sum(len(gc.get_objects(g)) for g in range(info["generation"] + 1))
+
+    gc.collect()
+    gc.callbacks.append(cb)
+    try:
+        run()
+    finally:
+        gc.callbacks.remove(cb)
+    return seen[0]
+
+
 def child(system, kind, sizes, reps_override=None, mem_nodes=MEM_NODES):
     """In a fresh process: one JSON line per size."""
     mod = load(system)
@@ -199,9 +239,11 @@ def child(system, kind, sizes, reps_override=None, mem_nodes=MEM_NODES):
                        bytes_left_per_node=(rss_bytes() - rss0) / (n * copies))
         rec["copies_for_memory"] = copies
         reps = reps_override or REPS.get(n, 1)
-        tb, tw, tf, tc = [], [], [], []
+        tb, tw, tf, tc, tg = [], [], [], [], []
         for r in range(reps):
             gc.collect()
+            gclock = _GCClock()
+            gc.callbacks.append(gclock)
             first = r == 0 and copies == 1
             if first:
                 rss0 = rss_bytes()
@@ -214,6 +256,8 @@ def child(system, kind, sizes, reps_override=None, mem_nodes=MEM_NODES):
             g = backward(st)
             t2 = perf_counter()
             c2 = cpu_time()
+            gc.callbacks.remove(gclock)
+            tg.append(gclock.total)
             del st, g
             t3 = perf_counter()
             if first:
@@ -235,6 +279,9 @@ def child(system, kind, sizes, reps_override=None, mem_nodes=MEM_NODES):
             "backward_us_per_node": med(tw) / n * 1e6,
             "free_us_per_node": med(tf) / n * 1e6,
             "seconds_one_run": med(tot),
+            "gc_us_per_node": med(tg) / n * 1e6,
+            "gc_share": med(g / t for g, t in zip(tg, tot)),
+            "gc_examined_per_node": gc_examined(lambda: backward(build(n))) / n,
         })
         print(json.dumps(rec), flush=True)
 
@@ -387,7 +434,8 @@ def run(quick=False, systems=None, sizes=None, budget=120.0, timeout=900, log=No
 
 def render(res):
     sizes = res["sizes"]
-    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes] + ["largest/smallest"]
+    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes] + [
+        "largest/smallest", "largest/previous"]
     rows = []
     for k in res["kinds"]:
         for s in res["systems"]:
@@ -402,12 +450,33 @@ def render(res):
             flat = (f"{done[-1]['us_per_node'] / done[0]['us_per_node']:.2f}x time, "
                     f"{done[-1]['bytes_per_node'] / max(done[0]['bytes_per_node'], 1):.2f}x "
                     f"bytes" if len(done) > 1 else "-")
-            rows.append([k if s == res["systems"][0] else "", s] + cells + [flat])
+            last = (f"{done[-1]['us_per_node'] / done[-2]['us_per_node']:.2f}x time"
+                    if len(done) > 1 else "-")
+            rows.append([k if s == res["systems"][0] else "", s] + cells + [flat, last])
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     out = ["Scaling: median us per node, build + backward, wall (cpu), and bytes per node (RSS "
            "growth while building; small graphs: several copies alive); "
            + ("quick: one process per shape and system, approximate RSS" if res["quick"]
               else "one fresh process per cell")]
+    out.append("  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip())
+    out.append("-" * len(out[-1]))
+    out += ["  ".join(v.ljust(x) for v, x in zip(r, w)).rstrip() for r in rows]
+    out.append("")
+    out.append("Cycle collector (CPython's gc) during build + backward: share of the wall time, "
+               "and objects it examined per node (at each collection, the sizes of the "
+               "generations collected; bounded per node = linear total work)")
+    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes]
+    rows = []
+    for k in res["kinds"]:
+        for s in res["systems"]:
+            d = res["results"][k].get(s, {})
+            cells = []
+            for n in sizes:
+                r = d.get(str(n))
+                cells.append("-" if r is None or "gc_share" not in r else
+                             f"{100 * r['gc_share']:.0f}%, {r['gc_examined_per_node']:.1f}")
+            rows.append([k if s == res["systems"][0] else "", s] + cells)
+    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     out.append("  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip())
     out.append("-" * len(out[-1]))
     out += ["  ".join(v.ljust(x) for v, x in zip(r, w)).rstrip() for r in rows]
