@@ -432,54 +432,48 @@ def run(quick=False, systems=None, sizes=None, budget=120.0, timeout=900, log=No
     return res
 
 
-def render(res):
+def _grid(res, cell, extra=None):
+    """Lines of a text table: one row per (shape, system), cell(record) per size, then the
+    columns of extra(records done) -> {header: text}."""
     sizes = res["sizes"]
-    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes] + [
-        "largest/smallest", "largest/previous"]
-    rows = []
+    rows, extra_head = [], []
     for k in res["kinds"]:
         for s in res["systems"]:
             d = res["results"][k].get(s, {})
-            cells = []
-            for n in sizes:
-                r = d.get(str(n))
-                cells.append("-" if r is None else
-                             f"{r['us_per_node']:.2f} ({r['cpu_us_per_node']:.2f}) us, "
-                             f"{r['bytes_per_node']:.0f} B")
-            done = [d[str(n)] for n in sizes if str(n) in d]
-            flat = (f"{done[-1]['us_per_node'] / done[0]['us_per_node']:.2f}x time, "
-                    f"{done[-1]['bytes_per_node'] / max(done[0]['bytes_per_node'], 1):.2f}x "
-                    f"bytes" if len(done) > 1 else "-")
-            last = (f"{done[-1]['us_per_node'] / done[-2]['us_per_node']:.2f}x time"
-                    if len(done) > 1 else "-")
-            rows.append([k if s == res["systems"][0] else "", s] + cells + [flat, last])
+            cells = ["-" if str(n) not in d else cell(d[str(n)]) for n in sizes]
+            more = extra([d[str(n)] for n in sizes if str(n) in d]) if extra else {}
+            extra_head = extra_head or list(more)
+            rows.append([k if s == res["systems"][0] else "", s] + cells + list(more.values()))
+    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes] + extra_head
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip()]
+    out.append("-" * len(out[-1]))
+    return out + ["  ".join(v.ljust(x) for v, x in zip(r, w)).rstrip() for r in rows]
+
+
+def _ends(done):
+    if len(done) < 2:
+        return {"largest/smallest": "-", "largest/previous": "-"}
+    first, prev, last = done[0], done[-2], done[-1]
+    return {"largest/smallest": f"{last['us_per_node'] / first['us_per_node']:.2f}x time, "
+                                f"{last['bytes_per_node'] / max(first['bytes_per_node'], 1):.2f}x "
+                                "bytes",
+            "largest/previous": f"{last['us_per_node'] / prev['us_per_node']:.2f}x time"}
+
+
+def render(res):
     out = ["Scaling: median us per node, build + backward, wall (cpu), and bytes per node (RSS "
            "growth while building; small graphs: several copies alive); "
            + ("quick: one process per shape and system, approximate RSS" if res["quick"]
               else "one fresh process per cell")]
-    out.append("  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip())
-    out.append("-" * len(out[-1]))
-    out += ["  ".join(v.ljust(x) for v, x in zip(r, w)).rstrip() for r in rows]
+    out += _grid(res, lambda r: f"{r['us_per_node']:.2f} ({r['cpu_us_per_node']:.2f}) us, "
+                                f"{r['bytes_per_node']:.0f} B", _ends)
     out.append("")
     out.append("Cycle collector (CPython's gc) during build + backward: share of the wall time, "
                "and objects it examined per node (at each collection, the sizes of the "
                "generations collected; bounded per node = linear total work)")
-    head = ["shape", "system"] + [f"{n:,} nodes" for n in sizes]
-    rows = []
-    for k in res["kinds"]:
-        for s in res["systems"]:
-            d = res["results"][k].get(s, {})
-            cells = []
-            for n in sizes:
-                r = d.get(str(n))
-                cells.append("-" if r is None or "gc_share" not in r else
-                             f"{100 * r['gc_share']:.0f}%, {r['gc_examined_per_node']:.1f}")
-            rows.append([k if s == res["systems"][0] else "", s] + cells)
-    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    out.append("  ".join(h.ljust(x) for h, x in zip(head, w)).rstrip())
-    out.append("-" * len(out[-1]))
-    out += ["  ".join(v.ljust(x) for v, x in zip(r, w)).rstrip() for r in rows]
+    out += _grid(res, lambda r: "-" if "gc_share" not in r else
+                 f"{100 * r['gc_share']:.0f}%, {r['gc_examined_per_node']:.1f}")
     for sk in res["skipped"]:
         out.append(f"skipped {sk['kind']}/{sk['system']} at {sk['n']:,} nodes: {sk['why']}")
     for e in res["errors"]:
