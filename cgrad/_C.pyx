@@ -293,7 +293,7 @@ cdef class TensorBase:
         """Record an in-place modification (invalidates earlier saves of this tensor)."""
         _bump(self)
 
-    def _share_version(self, TensorBase other):
+    def _share_version(self, TensorBase other not None):
         """Make self share other's version counter (views, detach)."""
         self._vc = other._get_vc()
 
@@ -2096,7 +2096,7 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         PyMem_Free(captured)
 
 
-def _accumulate_into(TensorBase t, g, bint create_graph):
+def _accumulate_into(TensorBase t not None, g, bint create_graph):
     """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
     if t._grad_fn is None:
         _accumulate_leaf(t, g, False, create_graph)
