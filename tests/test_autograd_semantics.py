@@ -714,3 +714,98 @@ def test_stale_views_are_regenerated_like_torch():
     assert c[0] == t[0] == ["AsStridedBackward0", "AsStridedBackward0"]
     np.testing.assert_allclose(c[1], t[1], rtol=1e-12)
     np.testing.assert_allclose(c[2], t[2], rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# autograd.grad(is_grads_batched=True): one vector-Jacobian product per row of grad_outputs
+# ------------------------------------------------------------------------------------------
+def _batched_setup(m):
+    x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+    w = m.tensor([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]], dtype=m.float64, requires_grad=True)
+    y = (w @ x.exp()).tanh()                       # (2,), depends on x and w
+    return x, w, y
+
+
+@both
+def test_grads_batched_equals_one_grad_per_row(m):
+    x, w, y = _batched_setup(m)
+    v = m.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, -2.0]], dtype=m.float64)
+    gx, gw = m.autograd.grad(y, [x, w], v, retain_graph=True, is_grads_batched=True)
+    assert tuple(gx.shape) == (3, 3) and tuple(gw.shape) == (3, 2, 3)
+    assert gx.grad_fn is None and not gx.requires_grad
+    for b in range(3):
+        rx, rw = m.autograd.grad(y, [x, w], v[b], retain_graph=True)
+        np.testing.assert_allclose(arr(gx[b]), arr(rx), rtol=1e-12)
+        np.testing.assert_allclose(arr(gw[b]), arr(rw), rtol=1e-12)
+    # the full Jacobian, rows against finite differences
+    jac = arr(m.autograd.grad(y, x, m.eye(2, dtype=m.float64), is_grads_batched=True)[0])
+    x0, w0 = arr(x), arr(w)
+    f = lambda xx: np.tanh(w0 @ np.exp(xx))   # noqa: E731
+    fd = np.stack([(f(x0 + e) - f(x0 - e)) / 2e-6 for e in np.eye(3) * 1e-6], axis=1)
+    np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-9)
+
+
+@both
+def test_grads_batched_several_outputs_unused_inputs_and_casts(m):
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    z = m.tensor([1.0], requires_grad=True)
+    a, b = x * 2, (x * x).sum()
+    ga, = m.autograd.grad([a, b], x, [m.ones(4, 2), m.arange(4.0)], retain_graph=True,
+                          is_grads_batched=True)
+    np.testing.assert_allclose(arr(ga), 2.0 + np.arange(4.0)[:, None] * 2 * arr(x))
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        m.autograd.grad(a, [x, z], m.eye(2), retain_graph=True, is_grads_batched=True)
+    gx, gz = m.autograd.grad(a, [x, z], m.eye(2), retain_graph=True, is_grads_batched=True,
+                             allow_unused=True)
+    assert gz is None
+    gx, gz = m.autograd.grad(a, [x, z], m.eye(2), retain_graph=True, is_grads_batched=True,
+                             materialize_grads=True)
+    assert tuple(gz.shape) == (1,) and not gz.requires_grad    # the input's shape, unbatched
+    g64, = m.autograd.grad(a, x, m.eye(2, dtype=m.float64), retain_graph=True,
+                           is_grads_batched=True)
+    assert g64.dtype == m.float32                                # the seed is cast
+
+
+@both
+def test_grads_batched_create_graph_and_retain_graph(m):
+    x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+    y = x ** 3
+    h, = m.autograd.grad(y, x, m.eye(3, dtype=m.float64), create_graph=True,
+                         is_grads_batched=True)
+    assert h.requires_grad and h.grad_fn is not None
+    g2, = m.autograd.grad(h.sum(), x)                            # d/dx sum_i 3 x_i^2
+    np.testing.assert_allclose(arr(g2), 6 * arr(x))
+    _, gz = m.autograd.grad(y.sum(), [x, m.ones(1, requires_grad=True)], create_graph=True,
+                            materialize_grads=True)
+    assert gz.requires_grad                                      # zeros_like(requires_grad=)
+    y = x * x
+    m.autograd.grad(y, x, m.eye(3, dtype=m.float64), is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        m.autograd.grad(y, x, m.eye(3, dtype=m.float64), is_grads_batched=True)
+
+
+@both
+def test_grads_batched_errors(m):
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match=re.escape(
+            "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+            "as the batch dimension. The sizes of the remaining dimensions are expected to "
+            "match the shape of corresponding output, but a mismatch was detected: "
+            f"grad_output[0] has a shape of {m.__name__}.Size([]) and output[0] has a shape "
+            f"of {m.__name__}.Size([3]).")):
+        m.autograd.grad(y, x, m.ones(3, 2), retain_graph=True, is_grads_batched=True)
+    with pytest.raises(ValueError, match="Expected all tensors to have the same size in the "
+                                         r"mapped dimension, got sizes \[3, 2\]"):
+        m.autograd.grad([y, y * 3], x, [m.ones(3, 3), m.ones(2, 3)], retain_graph=True,
+                        is_grads_batched=True)
+    with pytest.raises(IndexError, match="index 0 is out of bounds for dimension 0 with size 0"):
+        m.autograd.grad(y, x, m.ones(0, 3), retain_graph=True, is_grads_batched=True)
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+        m.autograd.grad(y.sum(), x, m.tensor(1.0), retain_graph=True, is_grads_batched=True)
+    with pytest.raises(ValueError, match="Got in_dim=0 for some input, but that input is a "
+                                         "Tensor of dimensionality 0"):
+        m.autograd.grad(y.sum(), x, retain_graph=True, is_grads_batched=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "invalid gradient at index 0 - got [] but expected shape compatible with [1]")):
+        m.autograd.grad(y.sum().reshape(1), x, retain_graph=True, is_grads_batched=True)

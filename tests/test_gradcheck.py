@@ -377,6 +377,11 @@ def test_option_validation():
     with pytest.raises(AssertionError, match="check_rev_over_rev"):
         gradgradcheck(lambda a: a, (x,), check_rev_over_rev=False)
     assert gradcheck(lambda a: a * a, (x,), check_batched_grad=True)
+    y = f64(cgrad, [[1.0, -2.0], [0.5, 3.0]])
+    assert gradcheck(lambda a, b: (b @ a.exp()).tanh(), (f64(cgrad, [0.3, -0.7]), y),
+                     check_batched_grad=True)
+    assert gradgradcheck(lambda a, b: (b @ a.exp()).tanh(), (f64(cgrad, [0.3, -0.7]), y),
+                         check_batched_grad=True)
     assert gradcheck(lambda a: a * a, (x,), check_grad_dtypes=True, masked=False)
 
 

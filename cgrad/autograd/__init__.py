@@ -58,6 +58,8 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                     raise RuntimeError(
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{o._data.dtype}")
+                if is_grads_batched:
+                    _implicit_batched(o, i)
                 g = _C._wrap(np.ones_like(o._data))
             else:
                 out.append(None)
@@ -65,7 +67,9 @@ def _make_grads(outputs, grads, is_grads_batched=False):
         else:
             if not isinstance(g, Tensor):
                 g = _C._wrap(np.asarray(g, dtype=o._data.dtype))
-            if g._data.shape != o._data.shape:
+            if is_grads_batched:
+                _check_batched(g, o, i)
+            elif g._data.shape != o._data.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of "
                     f"{_size_str(g._data.shape)} and output[{i}] has a shape of "
@@ -77,6 +81,64 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                         f"{g._data.dtype} and output[{i}] has a dtype of {o._data.dtype}.")
                 g = _C._wrap(g._data.astype(o._data.dtype))   # torch casts the seed
         out.append(g)
+    return out
+
+
+def _check_batched(g, o, i):
+    """grad_output g of output o (index i) with a leading batch dimension, as torch checks it
+    (torch reports the shape of g[0] without its first dimension)."""
+    shape = g._data.shape
+    if len(shape) == 0:
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if shape[0] == 0:
+        raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
+    if shape[1:] != o._data.shape:
+        raise RuntimeError(
+            "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+            "as the batch dimension. The sizes of the remaining dimensions are expected to "
+            "match the shape of corresponding output, but a mismatch was detected: "
+            f"grad_output[{i}] has a shape of {_size_str(shape[2:])} and output[{i}] has a "
+            f"shape of {_size_str(o._data.shape)}. If you only want some tensors in "
+            "`grad_output` to be considered batched, consider using vmap.")
+
+
+def _implicit_batched(o, i):
+    """torch maps its vjp over the first dimension of the implicit ones_like(o) seed: a
+    scalar has no such dimension, and a row of any other (size-1) seed has the wrong shape."""
+    if o._data.ndim == 0:
+        raise ValueError(
+            "vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input "
+            "is a Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0.")
+    raise RuntimeError(f"invalid gradient at index {i} - got {list(o._data.shape[1:])} but "
+                       f"expected shape compatible with {list(o._data.shape)}")
+
+
+def _run_batched(outputs, grads, retain_graph, create_graph, inputs):
+    """is_grads_batched: one vector-Jacobian product per row of the grad_outputs, stacked.
+
+    torch runs one backward under vmap; cgrad has no vmap and runs the engine once per row
+    (the graph is kept until the last row), which gives the same values and is linear in
+    the batch size."""
+    from cgrad.ops.shape_ext import stack
+    batch = [g._data.shape[0] for g in grads if g is not None]   # _make_grads checked them
+    if len(set(batch)) > 1:
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {batch} for the mapped dimension")
+    n = batch[0] if batch else 1
+    rows = []
+    for b in range(n):
+        row = [None if g is None else g[b] for g in grads]
+        keep = bool(retain_graph) or b < n - 1
+        rows.append(_C._run_engine(outputs, row, keep, bool(create_graph), inputs))
+    out = []
+    for k, t in enumerate(inputs):
+        col = [r[k] for r in rows]
+        if all(g is None for g in col):
+            out.append(None)
+            continue
+        out.append(stack([g if g is not None else _C._wrap(np.zeros_like(t._data))
+                          for g in col]))
     return out
 
 
@@ -130,8 +192,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     Same signature and semantics as ``torch.autograd.grad``; `inputs` may be a dict, and the
     result is then a dict with the same keys.
     """
-    if is_grads_batched:
-        raise NotImplementedError("cgrad.autograd.grad: is_grads_batched is not supported yet")
     keys = None
     if isinstance(inputs, dict):
         keys = list(inputs.keys())
@@ -150,8 +210,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
-    grads = _make_grads(outputs, grad_outputs)
-    captured = _C._run_engine(outputs, grads, bool(retain_graph), bool(create_graph), inputs)
+    grads = _make_grads(outputs, grad_outputs, is_grads_batched)
+    if is_grads_batched:
+        captured = _run_batched(outputs, grads, retain_graph, create_graph, inputs)
+    else:
+        captured = _C._run_engine(outputs, grads, bool(retain_graph), bool(create_graph),
+                                  inputs)
     result = []
     for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
@@ -161,6 +225,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "the graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
                 g = _C._wrap(np.zeros_like(t._data))
+                if create_graph:
+                    g.requires_grad_()      # torch: zeros_like(input, requires_grad=create_graph)
         result.append(g)
     if keys is not None:
         return dict(zip(keys, result))
