@@ -18,6 +18,7 @@ the callable for torch where its spelling differs; `ref` takes NumPy arrays.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -480,6 +481,55 @@ def test_cat_int_and_float_promotion_and_gradients(torch):
         assert str(x.grad.dtype).endswith("float32") and str(d.grad.dtype).endswith("float64")
         s = m.stack([x[0], i[0]])
         assert str(s.dtype).endswith("float32")
+
+
+def _with_torch():
+    try:
+        import torch as th
+    except ImportError:  # pragma: no cover
+        return [cgrad]
+    return [cgrad, th]
+
+
+@pytest.mark.parametrize("m", _with_torch(), ids=lambda m: m.__name__)
+def test_cat_and_stack_out(m):
+    """out=: written in place and returned, resized (warning when it had elements), cast to
+    out's dtype, refused when autograd would have to record it or when it overlaps an input."""
+    a, b = m.tensor([1.0, 2.0]), m.tensor([3.0])
+    o = m.empty(0)
+    assert m.cat([a, b], out=o) is o and o.tolist() == [1.0, 2.0, 3.0]
+    v = o._version
+    m.cat([b, a], out=o)
+    assert o.tolist() == [3.0, 1.0, 2.0] and o._version > v
+    o = m.empty(2)
+    with pytest.warns(UserWarning, match=r"An output with one or more elements was resized "
+                                         r"since it had shape \[2\], which does not match the "
+                                         r"required output shape \[3\]"):
+        m.cat([a, b], out=o)
+    assert o.tolist() == [1.0, 2.0, 3.0]
+    o = m.empty(3, dtype=m.float64)
+    m.cat([a, b], out=o)
+    assert o.dtype == m.float64 and o.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="input types can't be cast to the desired output type "
+                                        "Long"):
+        m.cat([a, b], out=m.empty(3, dtype=m.int64))
+    s = m.empty(2, 2)
+    assert m.stack([a, a * 2], dim=1, out=s) is s and s.tolist() == [[1.0, 2.0], [2.0, 4.0]]
+    r = m.tensor([1.0, 2.0], requires_grad=True)
+    msg = ("functions with out=... arguments don't support automatic differentiation, but one "
+           "of the arguments requires grad.")
+    with pytest.raises(RuntimeError, match=re.escape("cat(): " + msg)):
+        m.cat([r, b], out=m.empty(3))
+    with pytest.raises(RuntimeError, match=re.escape("stack(): " + msg)):
+        m.stack([a, a], out=m.empty(2, 2, requires_grad=True))
+    with m.no_grad():
+        o = m.empty(3)
+        m.cat([r, b], out=o)
+    assert not o.requires_grad and o.tolist() == [1.0, 2.0, 3.0]
+    x = m.tensor([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the "
+                                           "written-to tensor refer to a single memory location"):
+        m.cat([x[:2], b], out=x[1:])
 
 
 def test_repeat_gradient_sums_copies():

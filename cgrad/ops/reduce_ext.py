@@ -697,20 +697,18 @@ class VectorNorm(Function):
         return scaled * scale, None, None, None
 
 
-def _norm_p(p):
-    if p is None or p == "fro":
-        return 2.0
-    if isinstance(p, str):
-        if p == "nuc":
-            raise NotImplementedError("norm(p='nuc') (nuclear norm) is not supported")
-        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")  # noqa: TRY004 (torch)
-    return float(p)
-
-
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """torch.norm: vector p-norm over dim(s) (all when None); p in {'fro', inf, -inf, 0, 1,
-    2, any float}. The gradient at a zero norm is 0."""
-    p = _norm_p(p)
+    2, any float}. The gradient at a zero norm is 0. As torch, a string p other than 'fro'
+    (and 'fro' over more than two dims) is linalg.matrix_norm over dim (all dims when None):
+    'nuc' is the nuclear norm."""
+    if isinstance(p, str) and (p != "fro" or not (
+            dim is None or isinstance(dim, int) or len(dim) <= 2)):
+        from cgrad.ops.linalg_ext import matrix_norm
+        dims = (list(range(input._data.ndim)) if dim is None else
+                [dim] if isinstance(dim, int) else list(dim))
+        return matrix_norm(input, p, dims, keepdim, dtype=dtype)
+    p = 2.0 if p is None or p == "fro" else float(p)
     if dtype is not None:
         dtype = np.dtype(dtype)
         if input._data.dtype.kind == "f" and not np.can_cast(input._data.dtype, dtype, "safe"):

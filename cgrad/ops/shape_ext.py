@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 
 import numpy as np
 
+from cgrad import _C
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
 from cgrad.ops.linalg import Permute
@@ -345,15 +347,50 @@ class Cat(Function):
         return tuple(out)
 
 
+def _into_out(name, out, tensors, compute):
+    """torch's ``out=`` for cat and stack: nothing is recorded (an error if something requires
+    grad), ``out`` is resized if its shape differs (with torch's warning when it had
+    elements), the result is cast to out's dtype and written into it in place."""
+    from cgrad.ops.binary import torch_type_name
+    if not isinstance(out, TensorBase):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _C.is_grad_enabled() and (out.requires_grad or any(t.requires_grad for t in tensors)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    r = compute()._data
+    od = out._data
+    if not np.can_cast(r.dtype, od.dtype, "same_kind"):
+        raise TypeError(f"{name}(): input types can't be cast to the desired output type "
+                        f"{torch_type_name(od.dtype)}")
+    if any(np.shares_memory(t._data, od) for t in tensors):
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to tensor "
+            "refer to a single memory location. Please clone() the tensor before performing "
+            "the operation.")
+    if od.shape != r.shape:
+        if od.size:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(od.shape)}, which does not match the required output shape "
+                f"{list(r.shape)}. This behavior is deprecated, and in a future release "
+                "outputs will not be resized unless they have zero elements. You can explicitly "
+                "reuse an out tensor t by resizing it, inplace, to zero elements with "
+                "t.resize_(0).", UserWarning, stacklevel=3)
+        od = out._data = np.empty(r.shape, od.dtype)
+    np.copyto(od, r, casting="unsafe")
+    out._bump_version()
+    return out
+
+
 def cat(tensors, dim=0, *, axis=None, out=None):
     """Concatenate tensors along an existing dim (torch's type promotion)."""
-    if out is not None:
-        raise NotImplementedError("cat(out=...) is not supported")
     if axis is not None:
         dim = axis
     tensors = _check_tensors(tensors, "cat")
     if not tensors:
         raise ValueError("cat(): expected a non-empty list of Tensors")
+    if out is not None:
+        return _into_out("cat", out, tensors, lambda: Cat.apply(dim, *tensors))
     return Cat.apply(dim, *tensors)
 
 
@@ -388,11 +425,11 @@ class Stack(Function):
 
 def stack(tensors, dim=0, *, out=None):
     """Join equally shaped tensors along a new dim."""
-    if out is not None:
-        raise NotImplementedError("stack(out=...) is not supported")
     tensors = _check_tensors(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if out is not None:
+        return _into_out("stack", out, tensors, lambda: Stack.apply(dim, *tensors))
     return Stack.apply(dim, *tensors)
 
 
