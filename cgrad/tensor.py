@@ -285,7 +285,7 @@ class Tensor(_C.TensorBase):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if len(shape) == 1 and isinstance(shape[0], np.dtype):
-            raise NotImplementedError("view(dtype) is not supported")
+            return _view_dtype(self, shape[0])
         return _ops.View.apply(self, shape)
 
     def expand(self, *shape):
@@ -440,3 +440,25 @@ class Tensor(_C.TensorBase):
         return self._cmp(other, np.greater_equal)
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+
+def _view_dtype(t, dt):
+    """Tensor.view(dtype): the same bytes read as another dtype (not differentiable, as in
+    torch); with a different element size the last dimension shrinks or grows."""
+    from cgrad.ops.binary import torch_type_name as tn
+    a = t._data
+    src = a.dtype
+    if dt.itemsize != src.itemsize:
+        what = f"to view {tn(src)} as {tn(dt)} (different element sizes)"
+        if a.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if a.shape[-1] != 1 and a.strides[-1] != a.itemsize:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{a.strides[-1] // a.itemsize}")
+        ratio = dt.itemsize // src.itemsize
+        if ratio > 1 and a.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                               f"{a.shape[-1]}")
+    out = _C._wrap(a.view(dt))
+    out._share_version(t)
+    return out

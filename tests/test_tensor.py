@@ -784,3 +784,32 @@ def test_grad_mode_is_thread_local(lib):
     t.join()
     assert result["inner"] is False
     assert lib.is_grad_enabled()                   # the main thread is unaffected
+
+
+def test_view_dtype_reinterprets_bytes(lib):
+    x = lib.tensor([1.0, 2.0])
+    i = x.view(lib.int32)
+    assert i.dtype == lib.int32 and i.tolist() == [1065353216, 1073741824]
+    h = x.view(lib.float16)
+    assert h.shape == (4,) and h.tolist() == [0.0, 1.875, 0.0, 2.0]
+    d = lib.ones(2, 4).view(lib.float64)
+    assert d.shape == (2, 2) and d.dtype == lib.float64
+    assert lib.tensor(1.0).view(lib.int32).item() == 1065353216
+    r = lib.tensor([1.0, 2.0], requires_grad=True)
+    for t in (r.view(lib.int32), r.view(lib.float32), (r * 1).view(lib.float32)):
+        assert not t.requires_grad and t.grad_fn is None       # not differentiable
+    y = lib.zeros(2)
+    v = y.view(lib.int32)
+    v[0] = 1                                                   # same storage and version
+    assert y[0].item() > 0 and y._version == v._version == 1
+    for fn, msg in [
+            (lambda: lib.ones(3).view(lib.float64),
+             "self.size(-1) must be divisible by 2 to view Float as Double (different element "
+             "sizes), but got 3"),
+            (lambda: lib.ones(4, 2).t().view(lib.float16),
+             "self.stride(-1) must be 1 to view Float as Half (different element sizes), but "
+             "got 2"),
+            (lambda: lib.tensor(1.0).view(lib.float16),
+             "self.dim() cannot be 0 to view Float as Half (different element sizes)")]:
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            fn()
