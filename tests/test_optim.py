@@ -724,6 +724,33 @@ def test_non_leaf_with_retain_grad_is_accepted():
     optim.SGD([y], lr=0.1)
 
 
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+def test_fused_and_foreach_together_are_refused(name):
+    p = cgrad.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together."):
+        getattr(optim, name)([p], lr=0.1, fused=True, foreach=True)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop"])
+def test_pickle_round_trip_and_old_pickles_get_new_group_keys(name):
+    """Optimizers pickle (their hooks are rebuilt), and unpickling a state whose param groups
+    predate some keys fills them in with torch's values (as torch's __setstate__)."""
+    import pickle
+    p = cgrad.nn.Parameter(cgrad.tensor([1.0, 2.0]))
+    opt = getattr(optim, name)([p], lr=0.1)
+    p.grad = cgrad.tensor([0.5, -0.5])
+    opt.step()
+    back = pickle.loads(pickle.dumps(opt))
+    assert back.param_groups[0].keys() == opt.param_groups[0].keys()
+    state = opt.__getstate__()
+    state["param_groups"] = [{k: v for k, v in g.items() if k not in ("maximize", "foreach")}
+                             for g in state["param_groups"]]
+    old = getattr(optim, name).__new__(getattr(optim, name))
+    old.__setstate__(state)
+    assert old.param_groups[0]["maximize"] is False and old.param_groups[0]["foreach"] is None
+    assert old._optimizer_step_pre_hooks == {}
+
+
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop"])
 def test_unsupported_differentiable(name):
     p = cgrad.tensor([1.0], requires_grad=True)

@@ -61,20 +61,13 @@ class Adagrad(Optimizer):
                     "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         for group in self.param_groups:
             for p in group["params"]:
                 _init_state(self.state[p], p, initial_accumulator_value)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-        self._step_tensors_to_tensor()
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                       "fused": None}
+    _step_is_tensor = True
 
     @_use_grad_for_differentiable
     def step(self, closure=None):

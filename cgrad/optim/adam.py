@@ -91,20 +91,11 @@ class Adam(Optimizer):
                     "capturable": capturable, "differentiable": differentiable,
                     "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-        self._step_tensors_to_tensor()
+    _group_defaults = {"amsgrad": False, "maximize": False, "foreach": None,
+                       "capturable": False, "differentiable": False,
+                       "decoupled_weight_decay": False, "fused": None}
+    _step_is_tensor = True
 
     _sparse_msg = "Adam does not support sparse gradients, please consider SparseAdam instead"
 

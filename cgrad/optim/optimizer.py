@@ -218,11 +218,18 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for param_group in param_groups:
             self.add_param_group(param_group)
+        if defaults.get("fused") and defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     # -- pickling and printing ---------------------------------------------------------
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state,
                 "param_groups": self.param_groups}
+
+    # Keys a subclass's param groups gained after older pickles were written, with the values
+    # torch's __setstate__ fills in, and whether its state["step"] is stored as a tensor.
+    _group_defaults = {}
+    _step_is_tensor = False
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -233,6 +240,11 @@ class Optimizer:
             if name not in self.__dict__:
                 setattr(self, name, {})
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
+        if self._step_is_tensor:
+            self._step_tensors_to_tensor()
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("

@@ -56,16 +56,9 @@ class RMSprop(Optimizer):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        self._step_tensors_to_tensor()
+    _group_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                       "differentiable": False, "capturable": False}
+    _step_is_tensor = True
 
     @_use_grad_for_differentiable
     def step(self, closure=None):

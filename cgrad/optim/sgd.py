@@ -62,17 +62,9 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None,
+                       "differentiable": False, "fused": False}
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
