@@ -19,7 +19,7 @@ from cgrad import _dtype
 from cgrad._dtype import (bool, complex64, complex128, double, float, float16, float32,
                           float64, get_default_dtype, half, int, int8, int16, int32, int64,
                           long, set_default_dtype, short, uint8)
-from cgrad.tensor import Size, Tensor
+from cgrad.tensor import Size, Tensor, typename
 from cgrad.ops.reduce import sum_to as _sum_to
 
 

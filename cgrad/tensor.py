@@ -462,3 +462,20 @@ def _view_dtype(t, dt):
     out = _C._wrap(a.view(dt))
     out._share_version(t)
     return out
+
+
+def typename(obj):
+    """torch.typename: 'cgrad.FloatTensor' for tensors, the qualified type name otherwise."""
+    if isinstance(obj, _C.TensorBase):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"

@@ -813,3 +813,11 @@ def test_view_dtype_reinterprets_bytes(lib):
              "self.dim() cannot be 0 to view Float as Half (different element sizes)")]:
         with pytest.raises(RuntimeError, match=re.escape(msg)):
             fn()
+
+
+def test_typename(lib):
+    assert lib.typename(lib.ones(2)) == f"{lib.__name__}.FloatTensor"
+    assert lib.typename(lib.ones(2, dtype=lib.float64)) == f"{lib.__name__}.DoubleTensor"
+    assert lib.typename(lib.nn.Linear(2, 2)) == f"{lib.__name__}.nn.modules.linear.Linear"
+    assert [lib.typename(o) for o in (3, "a", [1], None, int)] == [
+        "int", "str", "list", "NoneType", "int"]

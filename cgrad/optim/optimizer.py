@@ -20,6 +20,7 @@ import numpy as np
 from cgrad import _C
 from cgrad import _dtype
 from cgrad.autograd.grad_mode import enable_grad
+from cgrad.tensor import typename as _typename
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -57,23 +58,6 @@ def register_optimizer_step_post_hook(hook):
     handle = _RemovableHandle(_global_optimizer_post_hooks)
     _global_optimizer_post_hooks[handle.id] = hook
     return handle
-
-
-def _typename(obj):
-    """torch.typename: 'cgrad.FloatTensor' for tensors, the qualified name otherwise."""
-    if isinstance(obj, _Tensor):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__ or ""
-        qualname = obj.__class__.__qualname__
-    if module in ("", "builtins"):
-        return qualname
-    return f"{module}.{qualname}"
 
 
 def _get_scalar_dtype():

@@ -9,6 +9,7 @@ import numpy as np
 
 from cgrad import _C
 from cgrad.nn.parameter import Buffer, Parameter
+from cgrad.tensor import typename as _typename
 
 __all__ = ["Module"]
 
@@ -26,23 +27,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def _typename(obj):
-    """torch.typename: 'cgrad.FloatTensor' for tensors, the qualified type name otherwise."""
-    if isinstance(obj, _C.TensorBase):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__ or ""
-        qualname = obj.__class__.__qualname__
-    if module in ("", "builtins"):
-        return qualname
-    return module + "." + qualname
 
 
 def _addindent(s_, num_spaces):
