@@ -117,6 +117,16 @@ class Sequential(Module):
         return input
 
 
+def _abs_string_index(self, idx):
+    """The key of list-like container entry idx (negative counts from the end)."""
+    idx = operator.index(idx)
+    if not (-len(self) <= idx < len(self)):
+        raise IndexError(f"index {idx} is out of range")
+    if idx < 0:
+        idx += len(self)
+    return str(idx)
+
+
 class ModuleList(Module):
     """A list of registered submodules (indexing, slicing, len, iteration, append, extend,
     insert, pop, ``+=``). Its repr folds runs of identical modules as torch's does."""
@@ -126,13 +136,7 @@ class ModuleList(Module):
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _abs_string_index
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -282,13 +286,7 @@ class ParameterList(Module):
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _abs_string_index
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
