@@ -1319,8 +1319,13 @@ DEF _SC_MAX = 256
 # multiplying by the literal 1.0001 passes the same float object every time, so `is` finds
 # it without hashing. A slot's key and value are stored together with no Python call in
 # between (atomic under the GIL), and the table holds its keys, so a key's address cannot be
-# reused while it is cached.
-cdef list _rk32 = [None] * 16, _rv32 = [None] * 16, _rk64 = [None] * 16, _rv64 = [None] * 16
+# reused while it is cached. The slot comes from the address: pymalloc puts Python floats in
+# 32-byte blocks at the same offset mod 32 and pools 4 KiB apart, so bits 5.. tell apart the
+# floats of one pool and bits 11.. the pools (bits 4.. would leave half the slots unused and
+# made the two literals of the loop above share one slot, each evicting the other).
+DEF _RT_SIZE = 64
+cdef list _rk32 = [None] * _RT_SIZE, _rv32 = [None] * _RT_SIZE
+cdef list _rk64 = [None] * _RT_SIZE, _rv64 = [None] * _RT_SIZE
 
 
 cdef inline object _np_scalar(object other, object x):
@@ -1328,7 +1333,8 @@ cdef inline object _np_scalar(object other, object x):
     cdef dict d
     cdef list keys, vals
     cdef double v
-    cdef Py_ssize_t h = (<Py_ssize_t><PyObject *>other >> 4) & 15
+    cdef size_t a = <size_t><PyObject *>other
+    cdef Py_ssize_t h = <Py_ssize_t>(((a >> 5) ^ (a >> 11)) & (_RT_SIZE - 1))
     if t == cnp.NPY_FLOAT:
         d, keys, vals = _sc_f32, _rk32, _rv32
     elif t == cnp.NPY_DOUBLE:
