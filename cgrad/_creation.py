@@ -42,27 +42,72 @@ def _infer(arr, dtype):
     return arr
 
 
+_TORCH_NP_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, "
+                   "int8, uint64, uint32, uint16, uint8, and bool")
+
+
+def _has_f64_leaf(data):
+    """Does nested list data hold a float64 NumPy array/scalar or Tensor? torch keeps their
+    dtype, while Python floats take the default dtype."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype == np.float64:
+            return True
+        elif isinstance(x, _C.TensorBase) and x._data.dtype == np.float64:
+            return True
+    return False
+
+
+def _first_bad_leaf(data):
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        elif not isinstance(x, (builtins.bool, builtins.int, builtins.float, complex,
+                                np.generic, np.ndarray, _C.TensorBase)):
+            return x
+    return None
+
+
+def _check_kind(arr, data):
+    """torch's refusals of data that is not numbers."""
+    if arr.dtype.kind in "biufc":
+        return arr
+    if isinstance(data, (np.ndarray, np.generic)):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. "
+                        f"The only supported types are: {_TORCH_NP_TYPES}.")
+    bad = _first_bad_leaf(data) if isinstance(data, (list, tuple)) else data
+    if isinstance(bad, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
+    raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
+
+
 def _from_data(data):
     """Convert Python data (nested lists of scalars/Tensors) to an ndarray; report whether
     the dtype came from Python scalars (then torch's defaults apply)."""
     if isinstance(data, _C.TensorBase):
         return data._data, False
     if isinstance(data, np.ndarray):
-        return data, False
+        return _check_kind(data, data), False
     if isinstance(data, np.generic):
-        return np.asarray(data), False
+        return _check_kind(np.asarray(data), data), False
     if isinstance(data, (list, tuple)):
         flat = [x._data if isinstance(x, _C.TensorBase) else x for x in data]
-        arr = np.array(flat)
-        if arr.dtype == object:
-            raise TypeError("could not convert nested data to a tensor")
-        return arr, True
+        try:
+            arr = np.array(flat)
+        except ValueError:
+            if _first_bad_leaf(data) is None:
+                raise               # ragged: NumPy's ValueError says where
+            arr = np.array(flat, dtype=object)
+        arr = _check_kind(arr, data)
+        return arr, not (arr.dtype == np.float64 and _has_f64_leaf(data))
     if isinstance(data, (builtins.bool, builtins.int, builtins.float, complex)):
         return np.asarray(data), True
-    arr = np.asarray(data)
-    if arr.dtype == object:
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-    return arr, False
+    return _check_kind(np.asarray(data), data), False
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):

@@ -821,3 +821,33 @@ def test_typename(lib):
     assert lib.typename(lib.nn.Linear(2, 2)) == f"{lib.__name__}.nn.modules.linear.Linear"
     assert [lib.typename(o) for o in (3, "a", [1], None, int)] == [
         "int", "str", "list", "NoneType", "int"]
+
+
+@pytest.mark.parametrize("data,exc,phrase", [
+    ([1, "a"], TypeError, "new(): invalid data type 'str'"),
+    ("abc", TypeError, "new(): invalid data type 'str'"),
+    (b"ab", TypeError, "new(): invalid data type 'bytes'"),
+    ([object()], RuntimeError, "Could not infer dtype of object"),
+    ([1.0, None], RuntimeError, "Could not infer dtype of NoneType"),
+    ({1: 2}, RuntimeError, "Could not infer dtype of dict"),
+    (np.array(["a"]), TypeError, "can't convert np.ndarray of type numpy.str_"),
+    (np.array([object()]), TypeError, "can't convert np.ndarray of type numpy.object_"),
+    (np.datetime64("2020-01-01"), TypeError, "can't convert np.ndarray of type numpy.datetime64"),
+    ([[1, 2], [3]], ValueError, None),
+], ids=lambda v: repr(v)[:20])
+def test_tensor_refuses_data_that_is_not_numbers(lib, data, exc, phrase):
+    with pytest.raises(exc, match=None if phrase is None else re.escape(phrase)):
+        lib.tensor(data)
+
+
+@pytest.mark.parametrize("data,dtype", [
+    ([1.0, 2.0], "float32"), ([np.float64(1.0), 2.0], "float64"), ([1, np.float64(2.0)], "float64"),
+    ([[np.float64(1.0)]], "float64"), ([np.float32(1.0), 2.0], "float32"),
+    ([np.array([1.0]), np.array([2.0])], "float64"), ([np.int32(1), 2], "int64"),
+    ([True, False], "bool"), (np.float64(2.0), "float64"), (3.5, "float32"),
+], ids=lambda v: repr(v)[:20])
+def test_tensor_dtype_inference_keeps_numpy_float64(lib, data, dtype):
+    """Python floats take the default dtype; NumPy float64 values keep theirs (torch)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # torch: a list of ndarrays is slow
+        assert str(lib.tensor(data).dtype).endswith(dtype)
