@@ -46,7 +46,8 @@ def get_ext_options(opt="-O2", threads=False):
 opts, directives = get_ext_options()
 ext = Extension(
     "cgrad._C",
-    sources=["cgrad/_C.pyx", "csrc/cg_graph.c", "csrc/cg_engine.c", "csrc/cg_apply.c"],
+    sources=["cgrad/_C.pyx", "csrc/cg_graph.c", "csrc/cg_engine.c", "csrc/cg_apply.c",
+             "csrc/cg_tfn.c"],
     depends=glob("csrc/*.h") + ["cgrad/_C.pxd", "cgrad/_csrc.pxd"],
     **opts,
 )

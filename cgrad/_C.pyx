@@ -1063,6 +1063,16 @@ cdef object _backward_of(object fn):
 
 
 cg_apply_type_ready()
+cg_tfn_type_ready()
+
+
+def _tensor_function(fn, str name, str module):
+    """fn behind a C check that its first positional argument is a Tensor, raising torch's
+    TypeError otherwise (see csrc/cg_tfn.h); it pickles as module.name."""
+    f = cg_tfn_new(fn, name, TensorBase)
+    f.__module__ = module
+    f.__qualname__ = name
+    return f
 
 
 cdef object _apply_vc(object obj, PyObject **args, Py_ssize_t nargs, PyObject *kwnames):

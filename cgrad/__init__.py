@@ -68,4 +68,28 @@ def is_tensor(obj):
     """True if obj is a cgrad Tensor."""
     return isinstance(obj, Tensor)
 
+
+# Note [Tensor functions]: torch's functions bound in C refuse a first argument that is not a
+# Tensor with TypeError("exp(): argument 'input' (position 1) must be Tensor, not list");
+# cgrad's are Python and would fail later on an internal attribute. These (the functions for
+# which torch 2.13 gives that error for a list, a float and an ndarray, re-derived against
+# torch by tests/test_bad_input.py) are wrapped in a C callable that checks the type and
+# passes the call on by vectorcall (csrc/cg_tfn.h).
+_TENSOR_FIRST = (
+    "abs", "absolute", "adjoint", "allclose", "amax", "amin", "argmax", "argmin", "argwhere",
+    "bitwise_not", "ceil", "chunk", "clone", "cos", "count_nonzero", "cumprod", "cumsum",
+    "dot", "empty_like", "equal", "exp", "exp2", "expm1", "fix", "flatten", "flip", "floor",
+    "full_like", "gather", "ger", "index_add", "index_select", "isclose", "isfinite", "isinf",
+    "isnan", "isneginf", "isposinf", "log", "log10", "log1p", "log2", "log_softmax",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "masked_select",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "mv", "nan_to_num", "nanmean",
+    "nansum", "neg", "negative", "nonzero", "ones_like", "outer", "permute", "prod", "ravel",
+    "reciprocal", "relu", "reshape", "roll", "round", "rsqrt", "scatter_add", "select", "selu",
+    "sgn", "sigmoid", "sign", "sin", "softmax", "split_with_sizes", "sqrt", "square",
+    "squeeze", "sum", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tanh",
+    "tile", "transpose", "trunc", "unbind", "unflatten", "unsqueeze", "zeros_like")
+for _name in _TENSOR_FIRST:
+    globals()[_name] = _C._tensor_function(globals()[_name], _name, __name__)
+del _name
+
 __version__ = "0.1.0"

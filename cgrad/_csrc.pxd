@@ -69,3 +69,8 @@ cdef extern from "cg_apply.h":
     int cg_apply_type_ready() except -1
     object cg_apply_new(object info, object owner, object fallback, cg_apply_impl_t impl)
     int cg_apply_check(object o) noexcept
+
+
+cdef extern from "cg_tfn.h":
+    int cg_tfn_type_ready() except -1
+    object cg_tfn_new(object fn, object name, object tensor_type)

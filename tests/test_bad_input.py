@@ -4,9 +4,13 @@ arguments of the wrong type, raises a Python exception instead of crashing the i
 The sweep runs in a subprocess so that a crash fails this test instead of killing pytest."""
 from __future__ import annotations
 
+import inspect
+import pickle
+import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -128,3 +132,64 @@ def test_none_for_a_compiled_tensor_argument_is_a_type_error(call):
     """These two used to dereference None (a segmentation fault)."""
     with pytest.raises(TypeError):
         call()
+
+
+def _tensor_first():
+    import cgrad.nn.functional as F
+    return ([(cgrad, n) for n in cgrad._TENSOR_FIRST]
+            + [(F, n) for n in F._TENSOR_FIRST])
+
+
+@pytest.mark.parametrize("mod,name", _tensor_first(),
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_functions_refuse_a_non_tensor_first_argument_as_torch(mod, name):
+    """Note [Tensor functions]: torch's TypeError and message, checked in C."""
+    import numpy as np
+    f = getattr(mod, name)
+    for bad, tname in (([1.0], "list"), (1.5, "float"), (np.ones(2), "numpy.ndarray"),
+                       (None, "NoneType")):
+        with pytest.raises(TypeError, match=re.escape(
+                f"{name}(): argument 'input' (position 1) must be Tensor, not {tname}")):
+            f(bad)
+    assert f.__wrapped__.__name__ == f.__name__
+    assert inspect.signature(f) == inspect.signature(f.__wrapped__)
+    assert pickle.loads(pickle.dumps(f)) is f
+
+
+def test_tensor_function_list_matches_torch():
+    """The wrapped functions are exactly those for which torch raises that TypeError (for a
+    list, a float and an ndarray), among cgrad's public functions that torch also has."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    import cgrad.nn.functional as F
+    import torch.nn.functional as TF
+    for cmod, tmod, listed in ((cgrad, torch, cgrad._TENSOR_FIRST),
+                               (F, TF, F._TENSOR_FIRST)):
+        found = []
+        for n in sorted(dir(cmod)):
+            c, t = getattr(cmod, n), getattr(tmod, n, None)
+            if n.startswith("_") or t is None or not callable(c) or isinstance(c, type):
+                continue
+            msgs = []
+            for bad in ([1.0], 1.5, np.array([1.0])):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        t(bad)
+                    msgs.append("")
+                except Exception as e:      # noqa: BLE001 (torch raises many kinds)
+                    msgs.append(f"{type(e).__name__}: {e}")
+            if all(m.startswith("TypeError") and "argument 'input' (position 1) must be "
+                   "Tensor" in m for m in msgs):
+                found.append(n)
+        assert sorted(listed) == found
+
+
+def test_tensor_functions_pass_calls_through():
+    import cgrad.nn.functional as F
+    x = cgrad.tensor([1.0, -2.0], requires_grad=True)
+    assert F.relu(input=x).tolist() == [1.0, 0.0]             # keyword: passed on unchecked
+    y = cgrad.sum(cgrad.exp(x), dim=0, keepdim=True)
+    y.backward()
+    assert y.grad_fn is not None and x.grad is not None
+    assert isinstance(F.relu, type(cgrad.exp)) and repr(cgrad.exp).startswith("<function exp")

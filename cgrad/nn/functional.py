@@ -1616,3 +1616,11 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 __all__ += ["batch_norm", "bilinear"]
+
+# Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
+# to a C function refusing a non-Tensor first argument.
+_TENSOR_FIRST = ("dropout", "elu", "gelu", "leaky_relu", "linear", "one_hot", "relu", "relu_",
+                 "selu", "silu", "softplus")
+for _name in _TENSOR_FIRST:
+    globals()[_name] = _C._tensor_function(globals()[_name], _name, __name__)
+del _name

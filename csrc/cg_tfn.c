@@ -1,0 +1,165 @@
+/* cg_tfn.c: see cg_tfn.h. */
+#include "cg_tfn.h"
+
+#include <stddef.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fn;           /* owned */
+    PyObject *name;         /* owned: str */
+    PyObject *tensor_type;  /* owned */
+    PyObject *dict;         /* owned: __dict__ */
+} cg_tfn_t;
+
+static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    cg_tfn_t *f = (cg_tfn_t *)self;
+    if (PyVectorcall_NARGS(nargsf) > 0 &&
+        !PyObject_TypeCheck(args[0], (PyTypeObject *)f->tensor_type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U(): argument 'input' (position 1) must be Tensor, not %s", f->name,
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    return PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+}
+
+static int tfn_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    cg_tfn_t *f = (cg_tfn_t *)self;
+    Py_VISIT(f->fn);
+    Py_VISIT(f->name);
+    Py_VISIT(f->tensor_type);
+    Py_VISIT(f->dict);
+    return 0;
+}
+
+static int tfn_clear(PyObject *self)
+{
+    cg_tfn_t *f = (cg_tfn_t *)self;
+    Py_CLEAR(f->fn);
+    Py_CLEAR(f->name);
+    Py_CLEAR(f->tensor_type);
+    Py_CLEAR(f->dict);
+    return 0;
+}
+
+static void tfn_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    tfn_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *tfn_repr(PyObject *self)
+{
+    cg_tfn_t *f = (cg_tfn_t *)self;
+    if (f->fn == NULL) {
+        return PyUnicode_FromString("<cgrad function>");
+    }
+    return PyObject_Repr(f->fn);
+}
+
+static PyObject *tfn_reduce(PyObject *self, PyObject *unused)
+{
+    /* pickled by name, as functions are: module.qualname must find this object */
+    cg_tfn_t *f = (cg_tfn_t *)self;
+    (void)unused;
+    if (f->dict == NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot pickle a cleared cgrad function");
+        return NULL;
+    }
+    PyObject *q = PyDict_GetItemString(f->dict, "__qualname__");   /* borrowed */
+    if (q == NULL) {
+        PyErr_SetString(PyExc_TypeError, "cgrad function without __qualname__");
+        return NULL;
+    }
+    Py_INCREF(q);
+    return q;
+}
+
+static PyMethodDef tfn_methods[] = {
+    {"__reduce__", tfn_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef tfn_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject cg_tfn_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cgrad._C.TensorFunction",
+    .tp_basicsize = sizeof(cg_tfn_t),
+    .tp_dealloc = tfn_dealloc,
+    .tp_vectorcall_offset = offsetof(cg_tfn_t, vectorcall),
+    .tp_repr = tfn_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A cgrad function whose first argument must be a Tensor (as torch's).",
+    .tp_traverse = tfn_traverse,
+    .tp_clear = tfn_clear,
+    .tp_methods = tfn_methods,
+    .tp_getset = tfn_getset,
+    .tp_dictoffset = offsetof(cg_tfn_t, dict),
+};
+
+int cg_tfn_type_ready(void)
+{
+    return PyType_Ready(&cg_tfn_type);
+}
+
+/* Copy one attribute of fn into d (a missing attribute is skipped). Returns 0 or -1. */
+static int copy_attr(PyObject *d, PyObject *fn, const char *attr)
+{
+    PyObject *v = PyObject_GetAttrString(fn, attr);
+    if (v == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+    int r = PyDict_SetItemString(d, attr, v);
+    Py_DECREF(v);
+    return r;
+}
+
+PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type)
+{
+    static const char *attrs[] = {"__name__", "__qualname__", "__doc__", "__module__"};
+    PyObject *d = PyDict_New();
+    if (d == NULL) {
+        return NULL;
+    }
+    if (PyDict_SetItemString(d, "__wrapped__", fn) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+        if (copy_attr(d, fn, attrs[i]) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    cg_tfn_t *f = PyObject_GC_New(cg_tfn_t, &cg_tfn_type);
+    if (f == NULL) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    f->vectorcall = tfn_vectorcall;
+    Py_INCREF(fn);
+    f->fn = fn;
+    Py_INCREF(name);
+    f->name = name;
+    Py_INCREF(tensor_type);
+    f->tensor_type = tensor_type;
+    f->dict = d;            /* the reference from PyDict_New */
+    PyObject_GC_Track((PyObject *)f);
+    return (PyObject *)f;
+}
