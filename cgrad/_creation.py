@@ -46,31 +46,32 @@ _TORCH_NP_TYPES = ("float64, float32, float16, complex64, complex128, int64, int
                    "int8, uint64, uint32, uint16, uint8, and bool")
 
 
-def _has_f64_leaf(data):
-    """Does nested list data hold a float64 NumPy array/scalar or Tensor? torch keeps their
-    dtype, while Python floats take the default dtype."""
-    stack = [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype == np.float64:
-            return True
-        elif isinstance(x, _C.TensorBase) and x._data.dtype == np.float64:
-            return True
-    return False
-
-
-def _first_bad_leaf(data):
+def _leaves(data):
+    """The non-list items of nested lists/tuples, in order (no recursion)."""
     stack = [data]
     while stack:
         x = stack.pop()
         if isinstance(x, (list, tuple)):
             stack.extend(reversed(x))
-        elif not isinstance(x, (builtins.bool, builtins.int, builtins.float, complex,
-                                np.generic, np.ndarray, _C.TensorBase)):
-            return x
-    return None
+        else:
+            yield x
+
+
+def _has_f64_leaf(data):
+    """Does nested list data hold a float64 NumPy array/scalar or Tensor? torch keeps their
+    dtype, while Python floats take the default dtype."""
+    for x in _leaves(data):
+        if isinstance(x, _C.TensorBase):
+            x = x._data
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype == np.float64:
+            return True
+    return False
+
+
+def _first_bad_leaf(data):
+    return next((x for x in _leaves(data) if not isinstance(
+        x, (builtins.bool, builtins.int, builtins.float, complex, np.generic, np.ndarray,
+            _C.TensorBase))), None)
 
 
 def _check_kind(arr, data):

@@ -13,26 +13,17 @@ import cgrad
 from cgrad.autograd import Function
 
 
-class Double(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
+def _twice(ctx, x):
+    return x * 2
 
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
 
-def fresh_double():
+def fresh_double(name="F"):
     """A new Function class computing x * 2 (each test mutating a class gets its own)."""
-    class F(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
+    return type(name, (Function,), {"forward": staticmethod(_twice),
+                                    "backward": staticmethod(_twice)})
 
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-    return F
+
+Double = fresh_double("Double")
 
 
 def test_apply_is_stable_and_bound_to_its_class():

@@ -125,7 +125,7 @@ def _run_batched(outputs, grads, retain_graph, create_graph, inputs):
     if len(set(batch)) > 1:
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                          f"dimension, got sizes {batch} for the mapped dimension")
-    n = batch[0] if batch else 1
+    n = batch[0]        # some output requires grad, so some grad is given
     rows = []
     for b in range(n):
         row = [None if g is None else g[b] for g in grads]
