@@ -161,7 +161,38 @@ def err_text(e):
     return f"{type(e).__name__}: {e}".splitlines()[0][:200]
 
 
-def interleaved(runners, repeats, warmup=1, before=gc.collect):
+# Note [Heap settling]: glibc malloc keeps freed small chunks in "fastbins" and merges them
+# only when a request of 1 KiB or more arrives, walking every one of them then. A torch run
+# frees tens of thousands of small chunks, so whichever system runs next pays for merging
+# torch's garbage at its first large allocation. Measured on workload 2 (2000-node MyFunction
+# chain, 60 runs each): cgrad's backward took 1.9-3.1 us/node after a torch run, 1.0-1.1 with
+# no torch run, and 1.2-1.5 when a 4 KiB malloc/free (which merges the fastbins) came between
+# (perf: malloc_consolidate, unlink_chunk, _int_malloc). So before each timed run the heap is
+# settled that way, as gc.collect() settles the cycle collector: every system pays for its own
+# heap traffic, not its predecessor's. It returns no memory to the system (malloc_trim(0)
+# would, and the next run would page it back in: workload 4a got slower with it).
+# ``--no-heap-settle`` turns it off to show the interleaving cost.
+HEAP_SETTLE = True
+_malloc = _free = None
+if sys.platform.startswith("linux"):
+    try:
+        import ctypes
+        _libc = ctypes.CDLL(None)
+        _malloc, _free = _libc.malloc, _libc.free
+        _malloc.restype, _malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+        _free.restype, _free.argtypes = None, (ctypes.c_void_p,)
+    except (OSError, AttributeError):
+        _malloc = _free = None
+
+
+def settle():
+    """Before a timed run: collect cycles, then (Linux) make malloc merge its free chunks."""
+    gc.collect()
+    if HEAP_SETTLE and _malloc is not None:
+        _free(_malloc(4096))
+
+
+def interleaved(runners, repeats, warmup=1, before=settle):
     """Call every runner `warmup` + `repeats` times, rotating the order each round (machine
     drift hits every system alike). runner() -> (phases dict of seconds, keepalive). Returns
     ({name: {phase: [seconds]}}, {name: error text}); a failing system drops out."""

@@ -39,6 +39,8 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+from common import settle  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -101,7 +103,7 @@ def run(quick=False, epochs=None, use_torch=True, dataset="cora", seed=72, log=N
         names = list(steps)
         names = names[r % len(names):] + names[:r % len(names)]
         for k in names:
-            gc.collect()
+            settle()
             t0 = time.perf_counter()
             last[k] = steps[k]()
             times[k].append(time.perf_counter() - t0)

@@ -61,6 +61,8 @@ import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from common import settle  # noqa: E402
+
 perf_counter = time.perf_counter
 cpu_time = time.process_time
 
@@ -348,7 +350,7 @@ def bench_dtype(dtype, cfg, libs, repeats, warmup=1, rss=True, malloc="default",
             name = order[(i + r) % len(order)]     # rotate who goes first each round
             if name not in steps:
                 continue
-            gc.collect()
+            settle()
             try:
                 ph, keep = steps[name]()
             except Exception as e:

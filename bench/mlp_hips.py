@@ -9,11 +9,10 @@ plain SGD update ``p -= lr * g`` in place on the parameter arrays (HIPS is funct
 parameters are plain ndarrays). Cross-entropy as ``logits - logsumexp(logits)`` picked at the
 labels, mean over the batch. Gradients are checked against the floor's before timing.
 """
-import gc
 
 import numpy as np
 
-from common import check_all, cpu_time, err_text, interleaved, perf_counter, stats
+from common import check_all, cpu_time, err_text, interleaved, perf_counter, settle, stats
 
 
 def make_hips_step(ag, X, y, params, lr):
@@ -82,7 +81,7 @@ def run(mlp, libs, hips, quick=False, dtypes=("float32", "float64"), repeats=Non
             for k, (loss, _) in grads.items():
                 if not np.isclose(loss, ref[0], rtol=rtol):
                     gcheck[k] = f"loss {loss} != numpy {ref[0]}"
-        samples, errs = interleaved(steps, repeats, warmup=0 if quick else 1, before=gc.collect)
+        samples, errs = interleaved(steps, repeats, warmup=0 if quick else 1, before=settle)
         errors.update(errs)
         r = {"libs": {n: {p: stats(v, 1e3) for p, v in ss.items()} for n, ss in samples.items()},
              "grad_check": gcheck}

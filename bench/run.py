@@ -74,6 +74,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import common  # noqa: E402
 from common import (check_all, cpu_time, err_text, interleaved,  # noqa: E402
                     load, load_cgrad, load_hips, load_torch, loadavg, machine_info,
                     perf_counter, rss_bytes, stats, to_numpy)
@@ -1071,6 +1072,9 @@ def main(argv=None):
                    help="bigchain node: the MyFunction custom Function, or y = y * 1.0001")
     p.add_argument("--gc-off", action="store_true",
                    help="disable the garbage collector inside the timed region")
+    p.add_argument("--no-heap-settle", action="store_true",
+                   help="do not settle the heap before each timed run (Note [Heap settling] in "
+                        "bench/common.py)")
     p.add_argument("--no-torch", action="store_true", help="skip torch even if importable")
     p.add_argument("--no-hips", action="store_true", help="skip HIPS autograd")
     p.add_argument("--only", nargs="+", choices=ALL + ["shared_loop", "shared_roots"],
@@ -1083,6 +1087,7 @@ def main(argv=None):
     p.add_argument("--_child-bigchain", dest="child", help=argparse.SUPPRESS)
     p.add_argument("--_n", dest="child_n", type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    common.HEAP_SETTLE = not a.no_heap_settle
 
     if a.child:
         child_bigchain(a.child, a.child_n, a.chain_kind, a.gc_off)
@@ -1139,7 +1144,8 @@ def main(argv=None):
                                             if torch_mod is not None else "") + "; float32 "
           "unless stated")
     print(f"timing: {repeats} repetition(s) + {warmup} warm-up, interleaved across systems; "
-          f"gc.collect() before each; gc {'DISABLED' if a.gc_off else 'enabled'} while timing; "
+          f"gc.collect(){'' if a.no_heap_settle else ' + heap settling'} before each; "
+          f"gc {'DISABLED' if a.gc_off else 'enabled'} while timing; "
           "graph teardown not timed; values: median (min)\n", flush=True)
 
     log = sys.stderr
@@ -1211,6 +1217,7 @@ def main(argv=None):
     data = {"machine": info, "argv": argv, "quick": a.quick, "repeats": repeats,
             "bigchain_repeats": big_repeats, "bigchain_budget": a.bigchain_budget,
             "chain_kind": a.chain_kind, "gc_enabled_while_timing": not a.gc_off,
+            "heap_settled": not a.no_heap_settle,
             "total_s": total, "systems": sysnames, "skipped": skipped, "results": results}
     outdir = a.out or (None if a.quick else RESULTS_DIR)
     if a.no_write:

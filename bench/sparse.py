@@ -51,6 +51,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
+from common import settle  # noqa: E402
+
 warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -207,7 +209,7 @@ def _time(steps, repeats, warmup=1):
         names = list(steps)
         names = names[r % len(names):] + names[:r % len(names)]
         for k in names:
-            gc.collect()
+            settle()
             t0 = time.perf_counter()
             steps[k]()
             out[k].append(time.perf_counter() - t0)
