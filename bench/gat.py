@@ -39,6 +39,8 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:     # imported by path (tests)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import settle  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -61,6 +61,8 @@ import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:     # imported by path (tests)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import settle  # noqa: E402
 
 perf_counter = time.perf_counter

@@ -51,6 +51,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:     # imported by path (tests)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import settle  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
