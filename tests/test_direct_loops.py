@@ -1,0 +1,191 @@
+"""Note [Direct loops] (cgrad/_C.pyx): + - * / on small float arrays call NumPy's inner loop
+directly. The values must be bit-identical to the ufunc's, NumPy's floating-point warnings
+and errors must be kept, in-place sums must never change their target when they fall back,
+and everything that does not qualify must go through the ufunc."""
+import warnings
+
+import numpy as np
+import pytest
+
+import cgrad
+from cgrad import _C
+
+UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide)
+OPS = {0: "add", 1: "sub", 2: "mul", 3: "div"}
+
+
+def _special(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n).astype(dtype)
+    tiny = np.finfo(dtype).tiny
+    extra = np.array([0.0, -0.0, 1.0, -1.5, tiny / 4, 3.0, np.pi], dtype=dtype)
+    a[: min(n, len(extra))] = extra[: min(n, len(extra))]
+    return a
+
+
+def _same_bits(r, e):
+    assert r.dtype == e.dtype and r.shape == e.shape
+    assert r.tobytes() == np.ascontiguousarray(e).tobytes(), (r, e)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("code", [0, 1, 2, 3])
+@pytest.mark.parametrize("shape", [(), (1,), (8,), (3, 4), (2, 1, 5), (1024,), (0,), (4, 0)])
+def test_bit_identical_to_the_ufunc(dtype, code, shape):
+    n = int(np.prod(shape))
+    a = _special(dtype, n, 1).reshape(shape)
+    b = (_special(dtype, n, 2) + dtype(0.25)).reshape(shape)
+    ks = (np.array(1.75, dtype=dtype), np.array(-3.0, dtype=dtype))
+    cases = [(a, b), (b, a)] + [(a, k) for k in ks] + [(k, a) for k in ks]
+    for p, q in cases:
+        r = _C._direct_binary(code, p, q)
+        try:
+            with np.errstate(all="raise"):
+                expected = np.asarray(UFUNCS[code](p, q))
+        except FloatingPointError:      # a flag: the direct loop must hand over to the ufunc
+            assert r is None
+            continue
+        assert r is not None
+        _same_bits(r, expected)
+
+
+def test_what_does_not_qualify_goes_to_the_ufunc():
+    a = np.ones((3, 4), np.float32)
+    assert _C._direct_binary(2, a, a) is not None
+    no = [
+        (a, np.ones(4, np.float32)),                          # broadcasting
+        (a.T.copy().T, a),                                    # not C-contiguous
+        (a, a.astype(np.float64)),                            # mixed dtypes
+        (a.astype(np.int64), a.astype(np.int64)),             # not float
+        (a.astype(np.float16), a.astype(np.float16)),
+        (a.astype(">f4"), a.astype(">f4")),                   # byte-swapped
+        (np.ones(1025, np.float32), np.ones(1025, np.float32)),    # above _DL_MAX
+        (a.view(np.matrix), a),                               # a subclass
+        (a, 2.0),                                             # not an array
+        (a, np.float32(2.0)),
+    ]
+    buf = np.zeros(4 * 12 + 1, np.uint8)[1:].view(np.float32).reshape(3, 4)   # misaligned
+    assert not buf.flags.aligned
+    no.append((buf, a))
+    for x, y in no:
+        assert _C._direct_binary(2, x, y) is None, (x, y)
+        assert _C._direct_binary(2, y, x) is None, (y, x)
+    with pytest.raises(ValueError, match="code must be"):
+        _C._direct_binary(4, a, a)
+
+
+def test_operators_match_numpy_including_fallbacks():
+    rng = np.random.default_rng(0)
+    for dtype in (cgrad.float32, cgrad.float64):
+        for shape in [(), (5,), (3, 4), (1025,)]:
+            x = cgrad.tensor(rng.standard_normal(shape), dtype=dtype)
+            y = cgrad.tensor(rng.standard_normal(shape) + 3.0, dtype=dtype)
+            xa, ya = x.numpy(), y.numpy()
+            for got, want in [(x + y, xa + ya), (x - y, xa - ya), (x * y, xa * ya),
+                              (x / y, xa / ya), (x * 1.0001, xa * np.asarray(1.0001, xa.dtype)),
+                              (x + 0.5, xa + xa.dtype.type(0.5)), (2.5 - x, 2.5 - xa),
+                              (3.5 / y, 3.5 / ya), (x / 4.0, xa / 4.0)]:
+                _same_bits(got.numpy(), np.asarray(want))
+
+
+@pytest.mark.parametrize("dtype", [cgrad.float32, cgrad.float64])
+def test_floating_point_warnings_are_numpys(dtype):
+    big = float(np.finfo(np.float32 if dtype is cgrad.float32 else np.float64).max)
+    x = cgrad.tensor([big, 1.0], dtype=dtype)
+    z = cgrad.tensor([0.0, 0.0], dtype=dtype)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = x * 10.0
+        assert r.tolist()[0] == float("inf") and r.tolist()[1] == 10.0
+        q = cgrad.tensor([1.0, 0.0], dtype=dtype) / z
+        assert q.tolist()[0] == float("inf") and np.isnan(q.tolist()[1])
+    msgs = [str(m.message) for m in w]
+    assert any("overflow encountered in multiply" in m for m in msgs), msgs
+    assert any("divide by zero encountered in divide" in m for m in msgs), msgs
+    assert any("invalid value encountered in divide" in m for m in msgs), msgs
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError, match="overflow"):
+            x + x
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x * 10.0
+        x + x
+
+
+def test_flags_set_before_do_not_leak_into_a_clean_op():
+    with np.errstate(all="ignore"):
+        np.float32(1e38) * np.float32(1e38)         # leaves the overflow flag set
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cgrad.tensor([1.0, 2.0]) * 3.0               # no stale warning
+
+
+def test_in_place_sum_falls_back_without_touching_its_target():
+    a = np.array([3e38, 1.0], np.float32)
+    keep = a.copy()
+    assert _C._direct_iadd(a, a) is False           # overflows: a unchanged, np.add's turn
+    assert np.array_equal(a, keep)
+    b = np.array([1.0, 2.0], np.float32)
+    assert _C._direct_iadd(b, np.array(0.5, np.float32)) is True
+    assert b.tolist() == [1.5, 2.5]
+    assert _C._direct_iadd(b, b) is True and b.tolist() == [3.0, 5.0]
+    ro = np.ones(3, np.float32)
+    ro.flags.writeable = False
+    assert _C._direct_iadd(ro, np.ones(3, np.float32)) is False
+    assert _C._direct_iadd(np.ones(3, np.float32), np.ones((1, 3), np.float32)) is False
+    for junk in (None, 1.0, [1.0], "x"):
+        assert _C._direct_iadd(b, junk) is False and _C._direct_iadd(junk, b) is False
+        assert _C._direct_binary(0, b, junk) is None and _C._direct_binary(0, junk, b) is None
+
+
+def test_overlapping_in_place_sum_matches_numpy():
+    base = np.arange(10, dtype=np.float64)
+    a, b = base[:8], base[2:]          # overlapping contiguous views
+    want = a + b
+    assert _C._direct_iadd(a, b) is True
+    assert np.array_equal(a, want)
+
+
+def test_leaf_grad_accumulation_keeps_its_array_and_warns_on_overflow():
+    x = cgrad.tensor([3e38, 1.0], requires_grad=True)
+    (x * 1.0).sum().backward()
+    g = x.grad
+    arr = g.numpy()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        (x * 1.0).sum().backward()
+    assert x.grad is g and x.grad.numpy() is arr          # accumulated in place
+    assert x.grad.tolist() == [2.0, 2.0]
+    x.grad = cgrad.tensor([3e38, 1.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        (x * 3e38).sum().backward()
+    want = np.array([3e38, 1.0], np.float32)
+    with np.errstate(over="ignore"):
+        want += np.array([3e38, 3e38], np.float32)
+    assert np.array_equal(x.grad.numpy(), want) and want[0] == np.inf
+    assert any("overflow encountered in add" in str(m.message) for m in w)
+
+
+def test_engine_buffer_sums_match_numpy():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(6)
+    x = cgrad.tensor(a, requires_grad=True)
+    y = x * 1.5 + x * 2.5 - x / 4.0 + (x * x)
+    y.sum().backward()
+    xa = a
+    want = 1.5 + 2.5 - 1 / 4.0 + 2 * xa
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+def test_against_torch_values():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal((4, 3)).astype(np.float32) + 2
+    x, y = cgrad.tensor(a, requires_grad=True), cgrad.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    for lib, p, q in ((cgrad, x, y), (torch, tx, ty)):
+        ((p * q + p / q - 0.5 * p) * 1.25).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-6)
