@@ -1003,6 +1003,7 @@ cdef class _FnInfo:
     cdef object bwd
     cdef object setup
     cdef int has_defaults    # -1: not computed yet (reset with the cached methods)
+    cdef object pt_bwd       # Note [Pass-through backward]: that backward, or None
 
 
 cdef extern from *:
@@ -1112,6 +1113,9 @@ def _register_function(cls, node_cls, bint split, bint builtin=False):
     info.sig = None
     info.tag = 0
     info.has_defaults = -1
+    info.pt_bwd = None
+    if builtin and cls.__dict__.get("_cg_passthrough", False):
+        info.pt_bwd = _backward_of(info)
     # kept in the class's own dict (not a global registry), so that a Function class
     # created at run time is freed with its last use, as torch's
     setattr(cls, "_cg_info", info)
@@ -1926,6 +1930,26 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
     fn = _backward_of(fn)
+    if (fn is (<_FnInfo>node._fn).pt_bwd and needed == NULL and not _anomaly_on
+            and n_out == 1 and (x is None or x.post_hooks is None)):
+        # Note [Pass-through backward]: the backward of a built-in op that declares
+        # `_cg_passthrough` (Add, AddScalar, SubScalar) returns the incoming gradient for every
+        # tensor input, so it is not called: each edge gets that gradient, validated (summed
+        # to the input's shape, cast) as the returned tuple would be. The identity test with
+        # the backward found at registration keeps a patched backward running as written.
+        g = <object>PyTuple_GET_ITEM(grads, 1)
+        if g is None:
+            return 0
+        arg_pos = node._arg_pos
+        for e in range(c.n_edges):
+            target = c.edges[e].node
+            if target == NULL:
+                continue
+            pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
+            r = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
+            Py_INCREF(r)
+            out[e] = <PyObject *>r
+        return 0
     if needed != NULL:
         # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
         # backward sees needs_input_grad True only for the arguments whose gradient is used.
