@@ -1382,8 +1382,9 @@ cdef inline object _np_scalar(object other, object x):
 # Note [Direct loops]: a NumPy ufunc call on a tiny array costs ~0.3 us, nearly all of it
 # dispatch (type resolution, override and wrap checks, error-state lookups) around an inner
 # loop that takes ~20 ns for 8 elements. For + - * / on float32/float64 arrays that are
-# exact, aligned, C-contiguous and native-order, with equal shapes or one side 0-d (a cached
-# scalar, Note [Scalar cache]), and at most _DL_MAX elements, the operators and the engine's
+# exact, aligned and native-order, each either C-contiguous or one element repeated (a 0-d
+# cached scalar, Note [Scalar cache], or a broadcast view such as a sum's gradient), with
+# equal shapes or one side 0-d, and at most _DL_MAX elements, the operators and the engine's
 # buffer sums call that same inner loop directly: NumPy's own kernel (the `functions` entry
 # of the ufunc for the dtype), so the values are bit-identical. NumPy's floating-point
 # warnings are kept exactly: the FP status flags are cleared before the loop and, if the loop
@@ -1403,7 +1404,6 @@ cdef extern from "fenv.h":
 DEF _DL_MAX = 1024
 cdef PyUFuncGenericFunction _dl_fn[8]     # [2 * code + (0 float32 | 1 float64)]
 cdef void *_dl_data[8]
-cdef int _DL_FLAGS = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED
 
 
 cdef void _dl_init() except *:
@@ -1429,7 +1429,8 @@ _dl_init()
 
 
 cdef inline int _dl_slot(int code, object a) noexcept:
-    """The loop slot for a <code> on a's dtype if `a` qualifies (Note [Direct loops]), or -1."""
+    """The loop slot for a <code> on a's dtype (float32/float64, exact ndarray, native byte
+    order, aligned; Note [Direct loops]), or -1."""
     cdef int t, slot
     if not cnp.PyArray_CheckExact(a):
         return -1
@@ -1440,19 +1441,30 @@ cdef inline int _dl_slot(int code, object a) noexcept:
         slot = 2 * code + 1
     else:
         return -1
-    if (_dl_fn[slot] == NULL
-            or (cnp.PyArray_FLAGS(<cnp.ndarray>a) & _DL_FLAGS) != _DL_FLAGS
+    if (_dl_fn[slot] == NULL or not cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
             or not cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a)):
         return -1
     return slot
 
 
-cdef inline bint _dl_same_kind(object b, object a) noexcept:
-    """b qualifies like a, with a's dtype."""
-    return (cnp.PyArray_CheckExact(b)
+cdef inline cnp.npy_intp _dl_step(object b, object a) noexcept:
+    """The step to walk `b` (qualifying like `a`, with a's dtype) as one flat run: its item
+    size when C-contiguous, 0 when every element is the same memory (a 0-d array, or a
+    broadcast one such as the gradient of a sum), else -1."""
+    cdef cnp.ndarray y
+    cdef int d
+    if not (cnp.PyArray_CheckExact(b)
             and cnp.PyArray_TYPE(<cnp.ndarray>b) == cnp.PyArray_TYPE(<cnp.ndarray>a)
-            and (cnp.PyArray_FLAGS(<cnp.ndarray>b) & _DL_FLAGS) == _DL_FLAGS
-            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>b))
+            and cnp.PyArray_ISALIGNED(<cnp.ndarray>b)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>b)):
+        return -1
+    y = <cnp.ndarray>b
+    if cnp.PyArray_IS_C_CONTIGUOUS(y):
+        return 0 if cnp.PyArray_NDIM(y) == 0 else cnp.PyArray_ITEMSIZE(y)
+    for d in range(cnp.PyArray_NDIM(y)):
+        if cnp.PyArray_DIM(y, d) > 1 and cnp.PyArray_STRIDE(y, d) != 0:
+            return -1
+    return 0
 
 
 cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
@@ -1473,24 +1485,23 @@ cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
 
 cdef object _dl_binary(int code, object a, object b):
     """a <code> b (0 add, 1 sub, 2 mul, 3 div) by NumPy's inner loop, as a new array; None
-    when Note [Direct loops] does not apply and the caller must call the ufunc."""
+    when Note [Direct loops] does not apply and the caller must call the ufunc. The operands
+    have equal shapes, or one is 0-d; each is contiguous or one repeated element."""
     cdef int slot = _dl_slot(code, a)
     cdef cnp.ndarray x, y, shape_of, out
-    cdef cnp.npy_intp n, isz, sa, sb
-    if slot < 0 or not _dl_same_kind(b, a):
+    cdef cnp.npy_intp n, sa, sb
+    if slot < 0:
+        return None
+    sa = _dl_step(a, a)
+    sb = _dl_step(b, a)
+    if sa < 0 or sb < 0:
         return None
     x = <cnp.ndarray>a
     y = <cnp.ndarray>b
-    isz = cnp.PyArray_ITEMSIZE(x)
-    sa = sb = isz
-    if _same_shape(x, y):
+    if _same_shape(x, y) or cnp.PyArray_NDIM(y) == 0:
         shape_of = x
-    elif cnp.PyArray_NDIM(y) == 0:
-        shape_of = x
-        sb = 0
     elif cnp.PyArray_NDIM(x) == 0:
         shape_of = y
-        sa = 0
     else:
         return None
     n = cnp.PyArray_SIZE(shape_of)
@@ -1499,32 +1510,31 @@ cdef object _dl_binary(int code, object a, object b):
     out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(shape_of), cnp.PyArray_DIMS(shape_of),
                             cnp.PyArray_TYPE(x), 0)
     if not _dl_run(slot, <char *>cnp.PyArray_DATA(x), <char *>cnp.PyArray_DATA(y),
-                   <char *>cnp.PyArray_DATA(out), n, sa, sb, isz):
+                   <char *>cnp.PyArray_DATA(out), n, sa, sb, cnp.PyArray_ITEMSIZE(x)):
         return None
     return out
 
 
 cdef bint _dl_iadd(object a, object b) noexcept:
-    """a += b in place by NumPy's inner loop (a writeable, b of a's shape or 0-d); False when
-    Note [Direct loops] does not apply (a is then unchanged) and the caller must call np.add."""
+    """a += b in place by NumPy's inner loop (a writeable and C-contiguous, b of a's shape or
+    0-d); False when Note [Direct loops] does not apply (a is then unchanged) and the caller
+    must call np.add."""
     cdef int slot = _dl_slot(0, a)
     cdef cnp.ndarray x, y
     cdef cnp.npy_intp n, isz, sb
     cdef double scratch[_DL_MAX]
-    if slot < 0 or not _dl_same_kind(b, a) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a):
+    if (slot < 0 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
+            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
         return False
+    sb = _dl_step(b, a)
     x = <cnp.ndarray>a
     y = <cnp.ndarray>b
-    isz = cnp.PyArray_ITEMSIZE(x)
-    if _same_shape(x, y):
-        sb = isz
-    elif cnp.PyArray_NDIM(y) == 0:
-        sb = 0
-    else:
+    if sb < 0 or not (_same_shape(x, y) or cnp.PyArray_NDIM(y) == 0):
         return False
     n = cnp.PyArray_SIZE(x)
     if n > _DL_MAX:
         return False
+    isz = cnp.PyArray_ITEMSIZE(x)
     if not _dl_run(slot, <char *>cnp.PyArray_DATA(x), <char *>cnp.PyArray_DATA(y),
                    <char *>scratch, n, isz, sb, isz):
         return False

@@ -70,6 +70,17 @@ def test_what_does_not_qualify_goes_to_the_ufunc():
     for x, y in no:
         assert _C._direct_binary(2, x, y) is None, (x, y)
         assert _C._direct_binary(2, y, x) is None, (y, x)
+    # one element repeated (a sum's gradient): walked with step 0; partly broadcast: not
+    rep = np.broadcast_to(np.array(2.5, np.float32), (3, 4))
+    assert rep.strides == (0, 0)
+    for code in range(4):
+        _same_bits(_C._direct_binary(code, a + 1, rep), np.asarray(UFUNCS[code](a + 1, rep)))
+        _same_bits(_C._direct_binary(code, rep, a + 1), np.asarray(UFUNCS[code](rep, a + 1)))
+    part = np.broadcast_to(np.arange(4, dtype=np.float32), (3, 4))
+    assert _C._direct_binary(2, a, part) is None and _C._direct_binary(2, part, a) is None
+    acc = a.copy()
+    assert _C._direct_iadd(acc, rep) is True and acc.tolist() == [[3.5] * 4] * 3
+    assert _C._direct_iadd(rep.copy()[:, ::2], a[:, :2]) is False      # target not contiguous
     with pytest.raises(ValueError, match="code must be"):
         _C._direct_binary(4, a, a)
 
