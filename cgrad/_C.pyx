@@ -1384,14 +1384,16 @@ cdef inline object _np_scalar(object other, object x):
 # loop that takes ~20 ns for 8 elements. For + - * / on float32/float64 arrays that are
 # exact, aligned and native-order, each either C-contiguous or one element repeated (a 0-d
 # cached scalar, Note [Scalar cache], or a broadcast view such as a sum's gradient), with
-# equal shapes or one side 0-d, and at most _DL_MAX elements, the operators and the engine's
-# buffer sums call that same inner loop directly: NumPy's own kernel (the `functions` entry
-# of the ufunc for the dtype), so the values are bit-identical. NumPy's floating-point
-# warnings are kept exactly: the FP status flags are cleared before the loop and, if the loop
-# raised any (overflow, division by zero, invalid, underflow), the result is discarded and
-# the caller runs the ufunc, which recomputes and warns or raises as np.errstate says. An
-# in-place sum writes through a stack scratch buffer, so a discarded result never touched
-# its target. Larger arrays go through the ufunc, which also releases the GIL for them.
+# equal shapes or one side 0-d, the operators and the engine's buffer sums call that same
+# inner loop directly: NumPy's own kernel (the `functions` entry of the ufunc for the
+# dtype), so the values are bit-identical. NumPy's floating-point warnings are kept exactly:
+# the FP status flags are cleared before the loop and, if the loop raised any (overflow,
+# division by zero, invalid, underflow), the result is discarded and the caller runs the
+# ufunc, which recomputes and warns or raises as np.errstate says. An in-place sum writes
+# through a stack scratch buffer, so a discarded result never touched its target. Up to
+# 16384 elements (1024 for in-place sums, the scratch's size) the loop takes a few
+# microseconds at most, for which the GIL is kept; larger arrays go through the ufunc (its
+# dispatch is then noise, and it releases the GIL).
 cdef extern from "fenv.h":
     int feclearexcept(int excepts) nogil
     int fetestexcept(int excepts) nogil
@@ -1401,7 +1403,8 @@ cdef extern from "fenv.h":
     int FE_INVALID
     int FE_UNDERFLOW
 
-DEF _DL_MAX = 1024
+DEF _DL_MAX = 16384       # elements, for a result in a new array
+DEF _DL_MAX_INPLACE = 1024   # elements, for an in-place sum (the scratch buffer's size)
 cdef PyUFuncGenericFunction _dl_fn[8]     # [2 * code + (0 float32 | 1 float64)]
 cdef void *_dl_data[8]
 
@@ -1522,7 +1525,7 @@ cdef bint _dl_iadd(object a, object b) noexcept:
     cdef int slot = _dl_slot(0, a)
     cdef cnp.ndarray x, y
     cdef cnp.npy_intp n, isz, sb
-    cdef double scratch[_DL_MAX]
+    cdef double scratch[_DL_MAX_INPLACE]
     if (slot < 0 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
             or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
         return False
@@ -1532,7 +1535,7 @@ cdef bint _dl_iadd(object a, object b) noexcept:
     if sb < 0 or not (_same_shape(x, y) or cnp.PyArray_NDIM(y) == 0):
         return False
     n = cnp.PyArray_SIZE(x)
-    if n > _DL_MAX:
+    if n > _DL_MAX_INPLACE:
         return False
     isz = cnp.PyArray_ITEMSIZE(x)
     if not _dl_run(slot, <char *>cnp.PyArray_DATA(x), <char *>cnp.PyArray_DATA(y),

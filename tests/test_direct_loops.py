@@ -30,7 +30,8 @@ def _same_bits(r, e):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("code", [0, 1, 2, 3])
-@pytest.mark.parametrize("shape", [(), (1,), (8,), (3, 4), (2, 1, 5), (1024,), (0,), (4, 0)])
+@pytest.mark.parametrize("shape", [(), (1,), (8,), (3, 4), (2, 1, 5), (1024,), (128, 128),
+                                   (0,), (4, 0)])
 def test_bit_identical_to_the_ufunc(dtype, code, shape):
     n = int(np.prod(shape))
     a = _special(dtype, n, 1).reshape(shape)
@@ -59,7 +60,7 @@ def test_what_does_not_qualify_goes_to_the_ufunc():
         (a.astype(np.int64), a.astype(np.int64)),             # not float
         (a.astype(np.float16), a.astype(np.float16)),
         (a.astype(">f4"), a.astype(">f4")),                   # byte-swapped
-        (np.ones(1025, np.float32), np.ones(1025, np.float32)),    # above _DL_MAX
+        (np.ones(16385, np.float32), np.ones(16385, np.float32)),  # above _DL_MAX
         (a.view(np.matrix), a),                               # a subclass
         (a, 2.0),                                             # not an array
         (a, np.float32(2.0)),
@@ -88,7 +89,7 @@ def test_what_does_not_qualify_goes_to_the_ufunc():
 def test_operators_match_numpy_including_fallbacks():
     rng = np.random.default_rng(0)
     for dtype in (cgrad.float32, cgrad.float64):
-        for shape in [(), (5,), (3, 4), (1025,)]:
+        for shape in [(), (5,), (3, 4), (1025,), (16385,)]:
             x = cgrad.tensor(rng.standard_normal(shape), dtype=dtype)
             y = cgrad.tensor(rng.standard_normal(shape) + 3.0, dtype=dtype)
             xa, ya = x.numpy(), y.numpy()
@@ -144,6 +145,9 @@ def test_in_place_sum_falls_back_without_touching_its_target():
     ro.flags.writeable = False
     assert _C._direct_iadd(ro, np.ones(3, np.float32)) is False
     assert _C._direct_iadd(np.ones(3, np.float32), np.ones((1, 3), np.float32)) is False
+    big = np.ones(1025, np.float32)                 # above the in-place scratch
+    assert _C._direct_iadd(big, big) is False and big[0] == 1.0
+    assert _C._direct_iadd(big[:1024], big[:1024]) is True
     for junk in (None, 1.0, [1.0], "x"):
         assert _C._direct_iadd(b, junk) is False and _C._direct_iadd(junk, b) is False
         assert _C._direct_binary(0, b, junk) is None and _C._direct_binary(0, junk, b) is None
