@@ -39,7 +39,8 @@ Method: OPENBLAS/OMP/MKL threads = 1 (set here before NumPy is imported) and
 torch.set_num_threads(1); every system's gradients are checked against the floor's before
 anything is timed; one untimed warm-up, then ``--repeats`` repetitions interleaved across
 systems (the order rotates every round) so machine drift hits every column alike;
-``gc.collect()`` before each repetition, the collector enabled while timing (what users get;
+``gc.collect()`` and a heap settling (Note [Heap settling] in common.py; ``--no-heap-settle``
+turns it off) before each repetition, the collector enabled while timing (what users get;
 ``--gc-off`` disables it inside the timed region); dropping the graph is not timed. Both wall
 time (perf_counter) and process CPU time (process_time) are recorded; every system computes
 on one thread, so CPU time is the figure that other jobs on a shared machine disturb least:
