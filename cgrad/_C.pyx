@@ -1943,62 +1943,56 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
     fn = _backward_of(fn)
+    res = None
     if (fn is (<_FnInfo>node._fn).pt_bwd and needed == NULL and not _anomaly_on
             and n_out == 1 and (x is None or x.post_hooks is None)):
         # Note [Pass-through backward]: the backward of a built-in op that declares
         # `_cg_passthrough` (Add, AddScalar, SubScalar) returns the incoming gradient for every
-        # tensor input, so it is not called: each edge gets that gradient, validated (summed
-        # to the input's shape, cast) as the returned tuple would be. The identity test with
-        # the backward found at registration keeps a patched backward running as written.
-        g = <object>PyTuple_GET_ITEM(grads, 1)
-        if g is None:
+        # tensor input, so it is not called: each edge gets that gradient (`same`), validated
+        # (summed to the input's shape, cast) as the returned tuple would be. The identity
+        # test with the backward found at registration keeps a patched backward running.
+        same = <object>PyTuple_GET_ITEM(grads, 1)
+        if same is None:
             return 0
-        arg_pos = node._arg_pos
-        for e in range(c.n_edges):
-            target = c.edges[e].node
-            if target == NULL:
-                continue
-            pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
-            r = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
-            Py_INCREF(r)
-            out[e] = <PyObject *>r
-        return 0
-    if needed != NULL:
-        # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
-        # backward sees needs_input_grad True only for the arguments whose gradient is used.
-        res = _apply_pruned(node, fn, grads, needed)
-    elif _anomaly_on:
-        res = _apply_anomaly(node, fn, grads)
     else:
-        res = fn(*grads)
-    if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
-            and (x is None or x.post_hooks is None) and not _anomaly_on):
-        # one input, one gradient returned bare (the usual custom backward): no tuple
-        target = c.edges[0].node
-        if target != NULL and res is not None:
-            g = _validate_grad(node, res, 0, target, c.edges[0].input_nr)
-            Py_INCREF(g)
-            out[0] = <PyObject *>g
-        return 0
-    if type(res) is not tuple:
-        res = (res,)
-    if _anomaly_on and _anomaly_nan:
-        _anomaly_check_nan(node, res)
-    if x is not None and x.post_hooks is not None:
-        res = _run_post_hooks(x, res, grads[1:])
-    n_res = PyTuple_GET_SIZE(res)
-    if n_res != node._n_args:
-        if n_res < node._n_args or any(r is not None for r in res[node._n_args:]):
-            raise RuntimeError(
-                f"function {type(node).__name__} returned an incorrect number of gradients "
-                f"(expected {node._n_args}, got {n_res})")
+        same = None
+        if needed != NULL:
+            # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
+            # backward sees needs_input_grad True only for the arguments whose gradient is
+            # used.
+            res = _apply_pruned(node, fn, grads, needed)
+        elif _anomaly_on:
+            res = _apply_anomaly(node, fn, grads)
+        else:
+            res = fn(*grads)
+        if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
+                and (x is None or x.post_hooks is None) and not _anomaly_on):
+            # one input, one gradient returned bare (the usual custom backward): no tuple
+            target = c.edges[0].node
+            if target != NULL and res is not None:
+                g = _validate_grad(node, res, 0, target, c.edges[0].input_nr)
+                Py_INCREF(g)
+                out[0] = <PyObject *>g
+            return 0
+        if type(res) is not tuple:
+            res = (res,)
+        if _anomaly_on and _anomaly_nan:
+            _anomaly_check_nan(node, res)
+        if x is not None and x.post_hooks is not None:
+            res = _run_post_hooks(x, res, grads[1:])
+        n_res = PyTuple_GET_SIZE(res)
+        if n_res != node._n_args:
+            if n_res < node._n_args or any(r is not None for r in res[node._n_args:]):
+                raise RuntimeError(
+                    f"function {type(node).__name__} returned an incorrect number of "
+                    f"gradients (expected {node._n_args}, got {n_res})")
     arg_pos = node._arg_pos
     for e in range(c.n_edges):
         target = c.edges[e].node
         if target == NULL:
             continue
         pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
-        g = <object>PyTuple_GET_ITEM(res, pos)
+        g = same if res is None else <object>PyTuple_GET_ITEM(res, pos)
         if g is None:
             continue
         g = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
