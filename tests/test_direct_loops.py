@@ -204,3 +204,65 @@ def test_against_torch_values():
         ((p * q + p / q - 0.5 * p) * 1.25).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
     np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-6)
+
+
+def _random_operand(rng, shape, dtype):
+    """An array of `shape` made in one of the ways that reach the operators: fresh, 0-d,
+    broadcast (fully or partly), transposed, sliced, reversed, misaligned, byte-swapped."""
+    kind = rng.integers(0, 9)
+    base = rng.standard_normal(shape).astype(dtype) + dtype(3)
+    if kind == 0 or not shape:
+        return base
+    if kind == 1:
+        return np.broadcast_to(np.array(dtype(rng.standard_normal()), dtype), shape)
+    if kind == 2:
+        row = rng.standard_normal(shape[-1:]).astype(dtype)
+        return np.broadcast_to(row, shape)
+    if kind == 3:
+        return np.ascontiguousarray(base.T).T
+    if kind == 4:
+        big = rng.standard_normal(tuple(2 * d for d in shape)).astype(dtype)
+        return big[tuple(slice(0, 2 * d, 2) for d in shape)]
+    if kind == 5:
+        return base[..., ::-1]
+    if kind == 6:
+        raw = np.zeros(base.nbytes + 1, np.uint8)[1:]
+        out = raw.view(dtype).reshape(shape)
+        out[...] = base
+        return out
+    if kind == 7:
+        return base.astype(base.dtype.newbyteorder())
+    return base[..., :]
+
+
+def test_random_operands_match_the_ufunc_bit_for_bit():
+    """Whatever the operands' layout, the result (direct loop or ufunc) is the ufunc's."""
+    rng = np.random.default_rng(20261203)
+    shapes = [(), (1,), (7,), (2, 3), (1, 4), (3, 1, 2), (33,)]
+    taken = 0
+    for _ in range(1500):
+        dtype = (np.float32, np.float64)[rng.integers(0, 2)]
+        shape = shapes[rng.integers(0, len(shapes))]
+        a = _random_operand(rng, shape, dtype)
+        b = _random_operand(rng, shape if rng.random() < 0.8 else (), dtype)
+        if rng.random() < 0.5:
+            a, b = b, a
+        code = int(rng.integers(0, 4))
+        with np.errstate(all="ignore"):
+            want = np.asarray(UFUNCS[code](a, b))
+        r = _C._direct_binary(code, a, b)
+        if r is not None:
+            taken += 1
+            _same_bits(r, want.astype(want.dtype.newbyteorder("=")))
+        got = (OPS_T[code](cgrad.from_numpy(np.array(a)), cgrad.from_numpy(np.array(b))))
+        np.testing.assert_array_equal(got.numpy(), want)
+        acc = np.array(a)
+        if acc.shape == np.broadcast_shapes(acc.shape, np.shape(b)) and \
+                _C._direct_iadd(acc, b):
+            with np.errstate(all="ignore"):
+                _same_bits(acc, np.asarray(np.add(a, b)).astype(acc.dtype))
+    assert taken > 300          # the layouts that qualify do take the direct loop
+
+
+OPS_T = {0: lambda x, y: x + y, 1: lambda x, y: x - y, 2: lambda x, y: x * y,
+         3: lambda x, y: x / y}
