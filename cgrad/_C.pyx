@@ -1387,21 +1387,16 @@ cdef inline object _np_scalar(object other, object x):
 # equal shapes or one side 0-d, the operators and the engine's buffer sums call that same
 # inner loop directly: NumPy's own kernel (the `functions` entry of the ufunc for the
 # dtype), so the values are bit-identical. NumPy's floating-point warnings are kept exactly:
-# the FP status flags are cleared before the loop and, if the loop raised any (overflow,
-# division by zero, invalid, underflow), the result is discarded and the caller runs the
-# ufunc, which recomputes and warns or raises as np.errstate says. An in-place sum writes
-# through a stack scratch buffer, so a discarded result never touched its target. Up to
-# 16384 elements (1024 for in-place sums, the scratch's size) the loop takes a few
+# the FP status flags (csrc/cg_fpe.h) are cleared before the loop and, if it raised any
+# (overflow, division by zero, invalid, underflow), the result is discarded and the caller
+# runs the ufunc, which recomputes and warns or raises as np.errstate says. An in-place sum
+# writes through a stack scratch buffer, so a discarded result never touched its target.
+# Up to 16384 elements (1024 for in-place sums, the scratch's size) the loop takes a few
 # microseconds at most, for which the GIL is kept; larger arrays go through the ufunc (its
 # dispatch is then noise, and it releases the GIL).
-cdef extern from "fenv.h":
-    int feclearexcept(int excepts) nogil
-    int fetestexcept(int excepts) nogil
-    int FE_ALL_EXCEPT
-    int FE_DIVBYZERO
-    int FE_OVERFLOW
-    int FE_INVALID
-    int FE_UNDERFLOW
+cdef extern from "cg_fpe.h":
+    void cg_fpe_clear() noexcept nogil
+    int cg_fpe_raised() noexcept nogil
 
 DEF _DL_MAX = 16384       # elements, for a result in a new array
 DEF _DL_MAX_INPLACE = 1024   # elements, for an in-place sum (the scratch buffer's size)
@@ -1481,9 +1476,9 @@ cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
     steps[0] = sa
     steps[1] = sb
     steps[2] = so
-    feclearexcept(FE_ALL_EXCEPT)
+    cg_fpe_clear()
     _dl_fn[slot](args, &n, steps, _dl_data[slot])
-    return not fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID | FE_UNDERFLOW)
+    return not cg_fpe_raised()
 
 
 cdef object _dl_binary(int code, object a, object b):
