@@ -1481,34 +1481,42 @@ cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
     return not cg_fpe_raised()
 
 
+cdef inline int _dl_plan(int code, object a, object b, cnp.npy_intp *steps) noexcept:
+    """How to run a <code> b as one inner-loop call (Note [Direct loops]): the loop slot, with
+    steps[0], steps[1] set to the operands' steps; -1 when it does not apply. The result has
+    a's shape unless a is 0-d and b is not (then b's): callers take it from the 0-d test."""
+    cdef int slot = _dl_slot(code, a)
+    if slot < 0:
+        return -1
+    steps[0] = _dl_step(a, a)
+    steps[1] = _dl_step(b, a)
+    if steps[0] < 0 or steps[1] < 0:
+        return -1
+    if not (_same_shape(<cnp.ndarray>a, <cnp.ndarray>b)
+            or cnp.PyArray_NDIM(<cnp.ndarray>a) == 0 or cnp.PyArray_NDIM(<cnp.ndarray>b) == 0):
+        return -1
+    return slot
+
+
 cdef object _dl_binary(int code, object a, object b):
     """a <code> b (0 add, 1 sub, 2 mul, 3 div) by NumPy's inner loop, as a new array; None
     when Note [Direct loops] does not apply and the caller must call the ufunc. The operands
     have equal shapes, or one is 0-d; each is contiguous or one repeated element."""
-    cdef int slot = _dl_slot(code, a)
-    cdef cnp.ndarray x, y, shape_of, out
-    cdef cnp.npy_intp n, sa, sb
+    cdef cnp.npy_intp steps[2]
+    cdef int slot = _dl_plan(code, a, b, steps)
+    cdef cnp.ndarray shape_of, out
+    cdef cnp.npy_intp n
     if slot < 0:
         return None
-    sa = _dl_step(a, a)
-    sb = _dl_step(b, a)
-    if sa < 0 or sb < 0:
-        return None
-    x = <cnp.ndarray>a
-    y = <cnp.ndarray>b
-    if _same_shape(x, y) or cnp.PyArray_NDIM(y) == 0:
-        shape_of = x
-    elif cnp.PyArray_NDIM(x) == 0:
-        shape_of = y
-    else:
-        return None
+    shape_of = <cnp.ndarray>(b if cnp.PyArray_NDIM(<cnp.ndarray>a) == 0 else a)
     n = cnp.PyArray_SIZE(shape_of)
     if n > _DL_MAX:
         return None
     out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(shape_of), cnp.PyArray_DIMS(shape_of),
-                            cnp.PyArray_TYPE(x), 0)
-    if not _dl_run(slot, <char *>cnp.PyArray_DATA(x), <char *>cnp.PyArray_DATA(y),
-                   <char *>cnp.PyArray_DATA(out), n, sa, sb, cnp.PyArray_ITEMSIZE(x)):
+                            cnp.PyArray_TYPE(shape_of), 0)
+    if not _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
+                   <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>cnp.PyArray_DATA(out),
+                   n, steps[0], steps[1], cnp.PyArray_ITEMSIZE(out)):
         return None
     return out
 
@@ -1517,26 +1525,24 @@ cdef bint _dl_iadd(object a, object b) noexcept:
     """a += b in place by NumPy's inner loop (a writeable and C-contiguous, b of a's shape or
     0-d); False when Note [Direct loops] does not apply (a is then unchanged) and the caller
     must call np.add."""
-    cdef int slot = _dl_slot(0, a)
-    cdef cnp.ndarray x, y
-    cdef cnp.npy_intp n, isz, sb
+    cdef cnp.npy_intp steps[2]
+    cdef int slot = _dl_plan(0, a, b, steps)
+    cdef cnp.npy_intp n, isz
     cdef double scratch[_DL_MAX_INPLACE]
     if (slot < 0 or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a)
-            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)):
+            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a)
+            or not (_same_shape(<cnp.ndarray>a, <cnp.ndarray>b)
+                    or cnp.PyArray_NDIM(<cnp.ndarray>b) == 0)):
         return False
-    sb = _dl_step(b, a)
-    x = <cnp.ndarray>a
-    y = <cnp.ndarray>b
-    if sb < 0 or not (_same_shape(x, y) or cnp.PyArray_NDIM(y) == 0):
-        return False
-    n = cnp.PyArray_SIZE(x)
+    n = cnp.PyArray_SIZE(<cnp.ndarray>a)
     if n > _DL_MAX_INPLACE:
         return False
-    isz = cnp.PyArray_ITEMSIZE(x)
-    if not _dl_run(slot, <char *>cnp.PyArray_DATA(x), <char *>cnp.PyArray_DATA(y),
-                   <char *>scratch, n, isz, sb, isz):
+    isz = cnp.PyArray_ITEMSIZE(<cnp.ndarray>a)
+    if not _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
+                   <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>scratch, n,
+                   steps[0], steps[1], isz):
         return False
-    memcpy(cnp.PyArray_DATA(x), scratch, <size_t>(n * isz))
+    memcpy(cnp.PyArray_DATA(<cnp.ndarray>a), scratch, <size_t>(n * isz))
     return True
 
 
