@@ -47,7 +47,7 @@ opts, directives = get_ext_options()
 ext = Extension(
     "cgrad._C",
     sources=["cgrad/_C.pyx", "csrc/cg_graph.c", "csrc/cg_engine.c", "csrc/cg_apply.c",
-             "csrc/cg_tfn.c"],
+             "csrc/cg_tfn.c", "csrc/cg_untracked.c"],
     depends=glob("csrc/*.h") + ["cgrad/_C.pxd", "cgrad/_csrc.pxd"],
     **opts,
 )

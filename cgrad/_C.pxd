@@ -25,6 +25,8 @@ cdef class TensorBase:
     cdef object _post_acc_hooks          # dict id -> hook, or None
     cdef object _base_t                  # the Tensor whose storage this view shares, or None
     cdef Py_ssize_t _view_ver            # version at which a view's grad_fn was (re)made
+    cdef Py_ssize_t _reg                 # Note [Untracked graphs]: registry index + 1, or 0
+    cdef bint _cref                      # ... held by an untracked node or tensor, ever
     cdef object __weakref__
     cdef _set_requires_grad(self, bint value)
     cdef _VersionCounter _get_vc(self)
@@ -43,6 +45,8 @@ cdef class Node:
     cdef Py_ssize_t _n_args
     cdef bint _materialize
     cdef _NodeExtra _x                   # rarely used state, or None (Note [Compact node])
+    cdef Py_ssize_t _reg                 # Note [Untracked graphs]: registry index + 1, or 0
+    cdef bint _attrs                     # an attribute was ever set (instance dict in use)
     cdef object __weakref__
     cdef tuple _unpack_saved(self)
     cdef _NodeExtra _extra(self)

@@ -23,6 +23,7 @@ from cgrad._csrc cimport *
 
 import inspect
 import math
+import sys
 import threading
 import warnings
 import weakref
@@ -39,6 +40,7 @@ cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(object o)
     void _xdecref "Py_XDECREF"(PyObject *o)
     PyObject *PyWeakref_GET_OBJECT(object ref)
+    int _generic_setattr "PyObject_GenericSetAttr"(object o, object name, object v) except -1
 
 # --------------------------------------------------------------------------------------
 # Registered by cgrad/__init__.py (see _register): the Python pieces the engine calls.
@@ -120,11 +122,55 @@ cdef inline object _as_array(object a):
     return _np_asarray(a)
 
 
-# Note [Untracked tensors]: a Tensor that holds nothing but its array (no grad_fn, no grad,
-# no hooks) cannot be part of a reference cycle, so, like CPython's dicts of atomic values,
-# it is kept out of the cycle collector; _track() puts it back the moment it gains a
-# reference that could close a cycle. Gradients, no-grad results and most leaves are such
-# tensors, which keeps the collector's work proportional to the graph, not to every array.
+# Note [Untracked graphs]: CPython's cycle collector walks every tracked object again and
+# again as a program's live objects grow, and a graph of n nodes is n + (live tensors)
+# objects: at 10^6 nodes the collector took half of the time of building a graph. So, like
+# CPython's own tuples and dicts of atomic values, cgrad keeps out of the collector every
+# object that cannot be on a reference cycle, and keeps the invariant that makes that safe:
+#
+#   An untracked Tensor or Node references only (a) untracked Tensors and Nodes, (b) values
+#   that hold no references the program can change (numbers, strings, non-object arrays,
+#   dtypes, tuples of these, version counters, weak references) and (c) classes that a
+#   module holds (a node's class and Function). Every mutation that adds any other
+#   reference to an untracked object first tracks all of them again (cg_reg_flush).
+#
+# Then a cycle through an untracked object could only consist of untracked objects, and those
+# only reference older ones (a node its inputs' nodes, a tensor its grad_fn), so there is
+# none; and nothing reachable from them can change without cgrad seeing it. Three kinds:
+#   - ATOMIC: a Tensor holding nothing but its array (gradients, no-grad results, most
+#     leaves). Untracked when made (_new_tensor), never registered.
+#   - CLEAN: an untracked Tensor or Node that references other graph objects; entered in
+#     the registry (csrc/cg_untracked.c) so that a flush can find it. A node becomes CLEAN at
+#     the end of apply when everything it holds qualifies (_settle_node), its new outputs
+#     with it (_adopt); a leaf whose .grad is ATOMIC or CLEAN becomes CLEAN (_hold).
+#   - tracked: everything else, as usual (a node with hooks, a ctx holding a list or a
+#     model, a saved-tensor hook's pack result, a view, a Parameter, a Function class defined
+#     inside a function, ...), and everything after a flush.
+# `_cref` marks a tensor that a CLEAN object holds (sticky): a mutation of a tensor without
+# it cannot close a cycle through CLEAN objects, so it tracks only that tensor (_track);
+# with it, it flushes. A CLEAN node never gains a reference without a flush (_touch: hooks,
+# metadata, attributes, save_for_backward after forward). Objects that a program can reach
+# only by bypassing cgrad (`vars(ctx)[k] = v` after forward, `t._data = [t]`) are not
+# covered. `_C._set_untracking(False)` turns CLEAN nodes off (tests compare both).
+cdef bint _untracking = True
+
+
+def _set_untracking(bint on):
+    """Enable or disable Note [Untracked graphs] for nodes made from now on; returns the
+    previous setting. Disabling also tracks every registered object."""
+    global _untracking
+    prev = _untracking
+    _untracking = on
+    if not on:
+        cg_reg_flush()
+    return prev
+
+
+def _untracked_count():
+    """Number of CLEAN objects (Note [Untracked graphs]); for tests."""
+    return cg_reg_count()
+
+
 cdef extern from *:
     """
     /* type->tp_new(type, args, NULL) without tp_new_wrapper's checks; for types already
@@ -149,9 +195,48 @@ cdef inline TensorBase _new_tensor(object arr):
 
 
 cdef inline void _track(TensorBase t) noexcept:
-    """See Note [Untracked tensors]."""
-    if not PyObject_GC_IsTracked(t):
-        PyObject_GC_Track(t)
+    """t is about to hold a reference that may close a cycle: see Note [Untracked graphs]."""
+    if PyObject_GC_IsTracked(t):
+        return
+    if t._cref:
+        cg_reg_flush()
+        if PyObject_GC_IsTracked(t):
+            return
+    elif t._reg:
+        cg_reg_remove(&t._reg)
+    PyObject_GC_Track(t)
+
+
+cdef inline void _hold(TensorBase t, object r) noexcept:
+    """t is about to hold r (its .grad): stay untracked if r is an untracked Tensor and that
+    cannot close a cycle (Note [Untracked graphs])."""
+    cdef TensorBase rt
+    if PyObject_GC_IsTracked(t):
+        return
+    if type(r) is _tensor_cls and not PyObject_GC_IsTracked(r):
+        rt = <TensorBase>r
+        # t may hold a CLEAN r only if no CLEAN object holds t (else r might lead back to t)
+        if rt._reg == 0 or not t._cref:
+            if t._reg or cg_reg_add(<PyObject *>t, &t._reg) == 0:
+                rt._cref = True
+                return
+    _track(t)
+
+
+cdef inline void _adopt(TensorBase t, Node ctx) noexcept:
+    """t's grad_fn was just set to ctx, whose fate _settle_node has decided."""
+    if PyObject_GC_IsTracked(t):
+        return
+    if not t._cref and not PyObject_GC_IsTracked(ctx) and type(t) is _tensor_cls:
+        if t._reg or cg_reg_add(<PyObject *>t, &t._reg) == 0:
+            return
+    _track(t)
+
+
+cdef inline void _touch(Node n) noexcept:
+    """n is about to hold a reference that may close a cycle (Note [Untracked graphs])."""
+    if not PyObject_GC_IsTracked(n):
+        cg_reg_flush()
 
 
 def _wrap(arr):
@@ -216,6 +301,10 @@ cdef class RemovableHandle:
 @cython.c_api_binop_methods(True)
 cdef class TensorBase:
     """The C layout of cgrad.Tensor; methods with maths live in cgrad/tensor.py."""
+
+    def __dealloc__(self):
+        if self._reg:
+            cg_reg_remove(&self._reg)       # Note [Untracked graphs]
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -334,7 +423,7 @@ cdef class TensorBase:
                 f"attempting to assign a gradient of size '{_shape_str(arr.shape)}' to a "
                 f"tensor of size '{_shape_str(self._data.shape)}'. Please ensure that the "
                 f"gradient and the tensor are the same size")
-        _track(self)
+        _hold(self, value)          # Note [Untracked graphs]
         self._grad = value
 
     @property
@@ -366,6 +455,7 @@ cdef class TensorBase:
                 self._hooks = {}
             hooks = self._hooks
         else:
+            _touch(self._grad_fn)
             x = self._grad_fn._extra()
             if x.tensor_pre is None:
                 x.tensor_pre = {}
@@ -565,6 +655,11 @@ cdef AccumulateGrad _get_accumulator(TensorBase t):
     cg_node_alloc_outputs(&acc.c, 1)
     _set_meta(&acc.c, 0, t._data)
     t._accum_ref = PyWeakref_NewRef(acc, None)
+    # Note [Untracked graphs]: an accumulator holds only its leaf
+    if (_untracking and type(t) is _tensor_cls and not PyObject_GC_IsTracked(t)
+            and cg_reg_add(<PyObject *>acc, &acc._reg) == 0):
+        t._cref = True
+        PyObject_GC_UnTrack(acc)
     return acc
 
 
@@ -700,7 +795,14 @@ cdef class Node:
         self._materialize = True
 
     def __dealloc__(self):
+        if self._reg:
+            cg_reg_remove(&self._reg)
         cg_node_clear(&self.c)
+
+    def __setattr__(self, name, value):
+        _touch(self)                  # Note [Untracked graphs]
+        self._attrs = True
+        _generic_setattr(self, name, value)
 
     cdef _NodeExtra _extra(self):
         if self._x is None:
@@ -730,6 +832,7 @@ cdef class Node:
 
     @property
     def metadata(self):
+        _touch(self)
         x = self._extra()
         if x.metadata is None:
             x.metadata = {}
@@ -805,6 +908,7 @@ cdef class Node:
 
     def mark_non_differentiable(self, *outputs):
         """Mark outputs that get no grad_fn and requires_grad=False."""
+        _touch(self)
         x = self._extra()
         if x.non_diff is None:
             x.non_diff = []
@@ -816,6 +920,7 @@ cdef class Node:
 
     def mark_dirty(self, *tensors):
         """Declare inputs that forward modified in place (they must be returned)."""
+        _touch(self)
         x = self._extra()
         if x.dirty is None:
             x.dirty = []
@@ -827,11 +932,13 @@ cdef class Node:
             "tracked. Note that calls to `set_()` are not tracked", FutureWarning, stacklevel=2)
 
     def save_for_forward(self, *tensors):
+        _touch(self)
         self._extra().saved_fwd = tensors
 
     # -- node hooks ------------------------------------------------------------------------
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after backward."""
+        _touch(self)
         x = self._extra()
         if x.post_hooks is None:
             x.post_hooks = {}
@@ -841,6 +948,7 @@ cdef class Node:
 
     def register_prehook(self, fn):
         """fn(grad_outputs) -> None or new grad_outputs, before backward."""
+        _touch(self)
         x = self._extra()
         if x.pre_hooks is None:
             x.pre_hooks = {}
@@ -884,6 +992,7 @@ cdef int _save(Node ctx, tuple tensors) except -1:
     # collector; _node_traverse visits its items directly, so cycles through saved tensors
     # are still found, with one tracked object less per node.
     cdef bint hooks = cg_saved_hooks_depth() > 0
+    _touch(ctx)
     saved = PyTuple_New(n)
     for i in range(n):
         obj = <object>PyTuple_GET_ITEM(tensors, i)
@@ -980,8 +1089,9 @@ cdef int _node_clear(PyObject *o) noexcept:
 
 (<PyTypeObject *>Node).tp_traverse = <traverseproc>_node_traverse
 (<PyTypeObject *>Node).tp_clear = <inquiry>_node_clear
-(<PyTypeObject *>AccumulateGrad).tp_traverse = <traverseproc>_node_traverse
-(<PyTypeObject *>AccumulateGrad).tp_clear = <inquiry>_node_clear
+# AccumulateGrad keeps Cython's own traverse and clear: they visit `_variable` (the leaf) and
+# Node's fields, and an accumulator has no edges or saved tensors. (Giving it _node_traverse
+# hid the leaf from the collector, so a cycle through a leaf's hook leaked.)
 
 
 # --------------------------------------------------------------------------------------
@@ -1004,6 +1114,7 @@ cdef class _FnInfo:
     cdef object setup
     cdef int has_defaults    # -1: not computed yet (reset with the cached methods)
     cdef object pt_bwd       # Note [Pass-through backward]: that backward, or None
+    cdef int rooted          # 1: a module holds cls (Note [Untracked graphs]); -1: unknown
 
 
 cdef extern from *:
@@ -1114,6 +1225,7 @@ def _register_function(cls, node_cls, bint split, bint builtin=False):
     info.tag = 0
     info.has_defaults = -1
     info.pt_bwd = None
+    info.rooted = -1
     if builtin and cls.__dict__.get("_cg_passthrough", False):
         info.pt_bwd = _backward_of(info)
     # kept in the class's own dict (not a global registry), so that a Function class
@@ -1250,8 +1362,11 @@ cdef object _apply(_FnInfo info, tuple args):
         else:
             Py_INCREF(o)
             PyTuple_SET_ITEM(result, i, o)
-    if is_graph and ctx._has_saved:
-        _convert_saved_outputs(ctx)
+    if is_graph:
+        if ctx._has_saved:
+            _convert_saved_outputs(ctx)
+        _settle_node(ctx)                   # Note [Untracked graphs]
+        _settle_outputs(ctx, result, multi)
     return result
 
 
@@ -1679,10 +1794,11 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
         _anomaly_record(ctx)
     t = _new_tensor(_as_array(out))
     _set_meta(&ctx.c, 0, t._data)
+    _settle_node(ctx)                       # Note [Untracked graphs]
     if _is_float(t._data):
-        _track(t)
         t._grad_fn = ctx
         t._requires_grad = True
+        _adopt(t, ctx)
     return t
 
 
@@ -1809,7 +1925,8 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
         if _is_float(t._data) and not (
                 ctx._x is not None and ctx._x.non_diff is not None
                 and any(d is o for d in ctx._x.non_diff)):
-            _track(t)
+            if dirty:
+                _track(t)               # else _settle_outputs decides (Note [Untracked graphs])
             t._grad_fn = ctx
             t._output_nr = i
             t._requires_grad = True
@@ -1844,6 +1961,152 @@ cdef void _convert_saved_outputs(Node ctx) except *:
         saved = tuple(lst)
         PyObject_GC_UnTrack(saved)      # see Note [Saved tuple]
         ctx._saved = saved
+
+
+
+# -- Note [Untracked graphs]: which nodes become CLEAN ------------------------------------
+cdef object _np_generic = np.generic
+cdef object _np_void = np.void
+cdef object _np_dtype = np.dtype
+
+
+cdef int _is_rooted(_FnInfo info) except -1:
+    """Is info.cls held by its module (so its node class is not garbage while nodes live)?
+    Looked up once, on first use: a class is not in its module yet while it is created."""
+    if info.rooted < 0:
+        cls = info.cls
+        qn = getattr(cls, "__qualname__", "")
+        obj = sys.modules.get(getattr(cls, "__module__", None))
+        if "<" in qn:
+            obj = None
+        else:
+            for part in qn.split("."):
+                if obj is None:
+                    break
+                obj = getattr(obj, part, None)
+        info.rooted = 1 if obj is cls else 0
+    return info.rooted
+
+
+def _fn_rooted(cls):
+    """Test hook: would nodes of Function `cls` qualify as rooted (Note [Untracked graphs])?"""
+    return bool(_is_rooted(_info_of(cls)))
+
+
+cdef bint _atomic_item(object v, bint mark) noexcept:
+    """Does v qualify under (a) or (b) of Note [Untracked graphs]? With mark, flag the
+    untracked Tensors it is."""
+    if v is None:
+        return True
+    t = type(v)
+    if t is float or t is int or t is bool or t is str or t is complex or t is bytes:
+        return True
+    if t is _tensor_cls:
+        if PyObject_GC_IsTracked(v):
+            return False
+        if mark:
+            (<TensorBase>v)._cref = True
+        return True
+    if t is _ndarray:
+        return (cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.NPY_OBJECT
+                and cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.NPY_VOID)
+    if t is _SavedOutput or t is _VersionCounter:
+        return True
+    if t is slice:
+        return (_atomic_scalar(v.start) and _atomic_scalar(v.stop)
+                and _atomic_scalar(v.step))
+    if isinstance(v, _np_generic):
+        return t is not _np_void
+    if isinstance(v, _np_dtype):
+        return True
+    return False
+
+
+cdef inline bint _atomic_scalar(object v) noexcept:
+    t = type(v)
+    return v is None or t is int or t is float or t is bool
+
+
+cdef type _size_cls = tuple       # cgrad.Size (a tuple with no instance dict)
+
+
+def _register_size(type cls):
+    global _size_cls
+    if not issubclass(cls, tuple) or cls.__dictoffset__ != 0:
+        raise TypeError("Size must be a tuple subclass without an instance dict")
+    _size_cls = cls
+
+
+cdef inline bint _is_tuple(object v) noexcept:
+    return type(v) is tuple or type(v) is _size_cls
+
+
+cdef bint _atomic(object v, bint mark) noexcept:
+    """_atomic_item, also for tuples of them (two levels)."""
+    if not _is_tuple(v):
+        return _atomic_item(v, mark)
+    for item in <tuple>v:
+        if _is_tuple(item):
+            for it2 in <tuple>item:
+                if _is_tuple(it2) or not _atomic_item(it2, mark):
+                    return False
+        elif not _atomic_item(item, mark):
+            return False
+    return True
+
+
+cdef bint _clean_holdings(Node ctx, bint mark) except -1:
+    """Everything ctx holds besides its class, Function and edges qualifies (with mark:
+    flag the tensors)."""
+    cdef _NodeExtra x = ctx._x
+    if x is not None and (x.saved_fwd is not None or x.non_diff is not None
+                          or x.dirty is not None or x.tensor_pre is not None
+                          or x.pre_hooks is not None or x.post_hooks is not None
+                          or x.metadata is not None):
+        return False
+    if ctx._saved is not None and not _atomic(ctx._saved, mark):
+        return False
+    if ctx._aux is not None and not _atomic(ctx._aux, mark):
+        return False
+    if ctx._needs is not None and not _atomic(ctx._needs, mark):
+        return False
+    if ctx._attrs:
+        d = getattr(ctx, "__dict__", None)
+        if d is not None:
+            if type(d) is not dict:
+                return False
+            for v in (<dict>d).values():
+                if not _atomic(v, mark):
+                    return False
+    return True
+
+
+cdef void _settle_node(Node ctx) except *:
+    """End of apply: make ctx CLEAN if it qualifies (Note [Untracked graphs])."""
+    if not _untracking or not PyObject_GC_IsTracked(ctx):
+        return
+    if not _is_rooted(<_FnInfo>ctx._fn):
+        return
+    if not cg_node_edges_untracked(&ctx.c):
+        return
+    if not _clean_holdings(ctx, False):
+        return
+    if cg_reg_add(<PyObject *>ctx, &ctx._reg) < 0:
+        return
+    _clean_holdings(ctx, True)
+    PyObject_GC_UnTrack(ctx)
+
+
+cdef void _settle_outputs(Node ctx, object result, bint multi) noexcept:
+    cdef Py_ssize_t i
+    if not multi:
+        if isinstance(result, TensorBase) and (<TensorBase>result)._grad_fn is ctx:
+            _adopt(<TensorBase>result, ctx)
+        return
+    for i in range(PyTuple_GET_SIZE(result)):
+        o = <object>PyTuple_GET_ITEM(result, i)
+        if isinstance(o, TensorBase) and (<TensorBase>o)._grad_fn is ctx:
+            _adopt(<TensorBase>o, ctx)
 
 
 # --------------------------------------------------------------------------------------
@@ -2055,7 +2318,6 @@ cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
 
 
 cdef _retain_accumulate(TensorBase t, object g):
-    _track(t)
     if type(g) is _sparse_cls or type(t._grad) is _sparse_cls:     # sparse:
         t._grad = _sparse_acc(t._grad, g, False, cg_grad_enabled())
     elif t._grad is None:
@@ -2064,6 +2326,7 @@ cdef _retain_accumulate(TensorBase t, object g):
         t._grad = t._grad + g
     else:
         t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data + (<TensorBase>g)._data))
+    _hold(t, t._grad)                       # Note [Untracked graphs]
 
 
 cdef tuple _run_post_hooks(_NodeExtra x, tuple res, tuple grad_outputs):
@@ -2107,7 +2370,6 @@ cdef inline bint _stealable(PyObject *g, bint owned):
 
 cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph) except -1:
     """Torch's AccumulateGrad: hooks, then steal / clone / add in place / add."""
-    _track(var)
     if var._hooks is not None:
         for fn in list((<dict>var._hooks).values()):
             r = fn(g)
@@ -2143,6 +2405,7 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
             var._grad = cur + g
     else:
         var._grad = var._grad + g
+    _hold(var, var._grad)                   # Note [Untracked graphs]
     if var._post_acc_hooks is not None:
         for fn in list((<dict>var._post_acc_hooks).values()):
             fn(var)

@@ -74,3 +74,11 @@ cdef extern from "cg_apply.h":
 cdef extern from "cg_tfn.h":
     int cg_tfn_type_ready() except -1
     object cg_tfn_new(object fn, object name, object tensor_type)
+
+
+cdef extern from "cg_untracked.h":
+    int cg_reg_add(PyObject *o, Py_ssize_t *slot) noexcept
+    void cg_reg_remove(Py_ssize_t *slot) noexcept
+    void cg_reg_flush() noexcept
+    Py_ssize_t cg_reg_count() noexcept
+    int cg_node_edges_untracked(const cg_node_t *node) noexcept

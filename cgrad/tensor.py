@@ -59,6 +59,8 @@ _Scalar = (builtins.int, builtins.float, builtins.bool, np.number, np.bool_)
 class Size(tuple):
     """A tensor's shape: a tuple that prints as torch.Size does."""
 
+    __slots__ = ()      # immutable, as torch.Size (and so atomic: Note [Untracked graphs])
+
     def __repr__(self):
         return f"cgrad.Size([{', '.join(str(s) for s in self)}])"
 
@@ -69,6 +71,9 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+
+_C._register_size(Size)
 
 
 def _other(x, like):

@@ -10,8 +10,9 @@ It never releases saved tensors (retain_graph semantics) and never touches ``.gr
 the compiled engine can then be run on the same graph with ``retain_graph=True``.
 
 Python cannot read a node's output shapes, so the oracle learns them from the tensors of the
-graph: pass the intermediate tensors in ``tensors``, or keep them alive (a live tensor that
-refers to a node is found through ``gc.get_referrers``).
+graph: pass the intermediate tensors in ``tensors``, or keep them alive and tracked by the
+cycle collector (such a tensor is found through ``gc.get_referrers``; most graph tensors are
+not tracked, see Note [Untracked graphs] in cgrad/_C.pyx, so passing them is the rule).
 """
 from __future__ import annotations
 
