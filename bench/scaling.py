@@ -23,9 +23,10 @@ started at once (a smoke test; the RSS of the second size is then approximate).
 The cycle collector's part is reported per cell: its share of the wall time (gc callbacks)
 and the objects it examined per node in one more, untimed, run. CPython's collector examines
 every tracked object again each time the objects that survived since the last full
-collection reach 25% of the long-lived ones, so this count per node is bounded (total work
-linear in the graph) but grows until the graph outnumbers the interpreter's own objects; the
-3e6 column shows the asymptote.
+collection reach 25% of the long-lived ones, so for tracked graph objects this count per
+node is bounded (total work linear in the graph) but grows until the graph outnumbers the
+interpreter's own objects. cgrad keeps the objects of these graphs out of the collector (Note
+[Untracked graphs] in cgrad/_C.pyx), so its count should stay near 0: the table checks that.
 
 ``python bench/scaling.py [--quick] [--sizes 1000,10000]`` runs it alone.
 """

@@ -166,9 +166,10 @@ def _set_untracking(bint on):
     return prev
 
 
-def _untracked_count():
-    """Number of CLEAN objects (Note [Untracked graphs]); for tests."""
-    return cg_reg_count()
+def _untracked_count(bint capacity=False):
+    """Number of CLEAN objects (Note [Untracked graphs]), or the registry's allocated
+    entries; for tests."""
+    return cg_reg_capacity() if capacity else cg_reg_count()
 
 
 cdef extern from *:
@@ -2055,6 +2056,13 @@ cdef bint _atomic(object v, bint mark) noexcept:
     return True
 
 
+cdef extern from *:
+    """
+    static int cg_has_dict(PyObject *o) { return Py_TYPE(o)->tp_dictoffset != 0; }
+    """
+    bint cg_has_dict(object o) noexcept
+
+
 cdef bint _clean_holdings(Node ctx, bint mark) except -1:
     """Everything ctx holds besides its class, Function and edges qualifies (with mark:
     flag the tensors)."""
@@ -2070,7 +2078,7 @@ cdef bint _clean_holdings(Node ctx, bint mark) except -1:
         return False
     if ctx._needs is not None and not _atomic(ctx._needs, mark):
         return False
-    if ctx._attrs:
+    if ctx._attrs and cg_has_dict(ctx):
         d = getattr(ctx, "__dict__", None)
         if d is not None:
             if type(d) is not dict:

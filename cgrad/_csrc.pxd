@@ -81,4 +81,5 @@ cdef extern from "cg_untracked.h":
     void cg_reg_remove(Py_ssize_t *slot) noexcept
     void cg_reg_flush() noexcept
     Py_ssize_t cg_reg_count() noexcept
+    Py_ssize_t cg_reg_capacity() noexcept
     int cg_node_edges_untracked(const cg_node_t *node) noexcept

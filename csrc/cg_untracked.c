@@ -43,6 +43,15 @@ void cg_reg_remove(Py_ssize_t *slot)
         reg[i] = reg[reg_n];
         *reg[i].slot = i + 1;
     }
+    /* Give the memory of a large graph back once most of it is gone (amortised O(1)). */
+    if (reg_cap > 4096 && reg_n < reg_cap / 4) {
+        cg_reg_entry_t *r = (cg_reg_entry_t *)PyMem_RawRealloc(
+            reg, (size_t)(reg_cap / 2) * sizeof(cg_reg_entry_t));
+        if (r != NULL) {
+            reg = r;
+            reg_cap /= 2;
+        }
+    }
 }
 
 void cg_reg_flush(void)
@@ -67,6 +76,11 @@ void cg_reg_flush(void)
 Py_ssize_t cg_reg_count(void)
 {
     return reg_n;
+}
+
+Py_ssize_t cg_reg_capacity(void)
+{
+    return reg_cap;
 }
 
 int cg_node_edges_untracked(const cg_node_t *node)

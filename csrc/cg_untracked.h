@@ -30,8 +30,9 @@ void cg_reg_remove(Py_ssize_t *slot);
  * Cannot fail and calls no Python code. */
 void cg_reg_flush(void);
 
-/* Number of registered objects. */
+/* Number of registered objects, and of entries allocated. */
 Py_ssize_t cg_reg_count(void);
+Py_ssize_t cg_reg_capacity(void);
 
 /* 1 if every edge of `node` is empty or leads to an untracked node, else 0. */
 int cg_node_edges_untracked(const cg_node_t *node);

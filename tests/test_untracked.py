@@ -414,6 +414,16 @@ def test_registry_empties_when_graphs_are_dropped():
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_registry_gives_its_memory_back():
+    x = _leaf()
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    assert _C._untracked_count(capacity=True) >= 100_000
+    del y
+    assert _C._untracked_count(capacity=True) <= 8192 + 4 * _C._untracked_count()
+
+
 def test_threads_building_and_flushing_concurrently():
     errors = []
 
