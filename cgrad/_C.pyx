@@ -214,7 +214,7 @@ cdef inline void _hold(TensorBase t, object r) noexcept:
     cdef TensorBase rt
     if PyObject_GC_IsTracked(t):
         return
-    if type(r) is _tensor_cls and not PyObject_GC_IsTracked(r):
+    if r is not t and type(r) is _tensor_cls and not PyObject_GC_IsTracked(r):
         rt = <TensorBase>r
         # t may hold a CLEAN r only if no CLEAN object holds t (else r might lead back to t)
         if rt._reg == 0 or not t._cref:
@@ -2019,7 +2019,7 @@ cdef bint _atomic_item(object v, bint mark) noexcept:
     if isinstance(v, _np_generic):
         return t is not _np_void
     if isinstance(v, _np_dtype):
-        return True
+        return v.metadata is None       # (a metadata dict could hold anything)
     return False
 
 

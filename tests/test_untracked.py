@@ -150,6 +150,7 @@ def test_leaf_with_gradient_stays_untracked():
     ({"a": 1}, False),
     (object(), False),
     (np.array([None], dtype=object), False),
+    (np.dtype(np.float64, metadata={"a": []}), False),
     (((1, (2, [3])),), False),
 ])
 def test_ctx_attributes_decide_whether_the_node_is_untracked(extra, untracked):
@@ -250,6 +251,9 @@ def _close_cycle(how):
         y = z
     elif how == "grad_assign":
         x.grad = y
+    elif how == "grad_self":
+        (x * x).sum().backward()        # x holds an untracked .grad: x is registered
+        x.grad = x                      # a cycle of one object
     elif how == "grad_of_grad":
         x.grad = cgrad.zeros(4, dtype=cgrad.float64)
         x.grad.grad = y
@@ -276,7 +280,7 @@ def _close_cycle(how):
 
 
 CYCLES = ["leaf_hook", "nonleaf_hook", "node_hook", "node_prehook", "metadata", "setattr",
-          "ctx_container", "grad_assign", "grad_of_grad", "create_graph",
+          "ctx_container", "grad_assign", "grad_self", "grad_of_grad", "create_graph",
           "retain_grad_create_graph", "inplace", "mark_dirty", "post_accumulate_hook",
           "save_after_forward"]
 
