@@ -92,7 +92,14 @@ QUICK = False
 # keepalive, gradient of the leaf); keepalive is dropped after the clock stops.
 
 def make_my_function(lib):
-    """The classic custom Function, defined against `lib.autograd.Function`."""
+    """The classic custom Function, defined against `lib.autograd.Function`. As in the seed
+    (and in users' code) the class is held by a module, here this one under a per-library
+    name: cgrad keeps the nodes of such a class out of the cycle collector, and would keep
+    them in it for a class held only by a function's frame (Note [Untracked graphs])."""
+    name = "MyFunction_" + lib.__name__.split(".")[0]
+    if name in globals():
+        return globals()[name]
+
     class MyFunction(lib.autograd.Function):
         @staticmethod
         def forward(ctx, input):
@@ -105,6 +112,8 @@ def make_my_function(lib):
             input, = ctx.saved_tensors
             grad_input = grad_output * 2
             return grad_input
+    MyFunction.__qualname__ = name
+    globals()[name] = MyFunction
     return MyFunction
 
 

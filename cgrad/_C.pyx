@@ -10,7 +10,7 @@ call or explicitly INCREF'd before it is stored (see the contracts in csrc/*.h).
 """
 cimport cython
 cimport numpy as cnp
-from cpython.object cimport PyObject, PyTypeObject, visitproc, traverseproc, inquiry
+from cpython.object cimport PyObject, PyTypeObject, visitproc, traverseproc, inquiry, destructor
 from cpython.ref cimport Py_INCREF, Py_XINCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.weakref cimport PyWeakref_NewRef
@@ -217,7 +217,7 @@ cdef inline void _hold(TensorBase t, object r) noexcept:
     if r is not t and type(r) is _tensor_cls and not PyObject_GC_IsTracked(r):
         rt = <TensorBase>r
         # t may hold a CLEAN r only if no CLEAN object holds t (else r might lead back to t)
-        if rt._reg == 0 or not t._cref:
+        if (rt._reg == 0 or not t._cref) and type(t) is _tensor_cls:
             if t._reg or cg_reg_add(<PyObject *>t, &t._reg) == 0:
                 rt._cref = True
                 return
@@ -302,10 +302,6 @@ cdef class RemovableHandle:
 @cython.c_api_binop_methods(True)
 cdef class TensorBase:
     """The C layout of cgrad.Tensor; methods with maths live in cgrad/tensor.py."""
-
-    def __dealloc__(self):
-        if self._reg:
-            cg_reg_remove(&self._reg)       # Note [Untracked graphs]
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -595,6 +591,34 @@ cdef class TensorBase:
         self._output_nr = output_nr
         self._requires_grad = node is not None
         self._retains_grad = False
+
+
+# Note [Untracked graphs]: a registered tensor leaves the registry when it is freed. Done in a
+# tp_dealloc wrapper rather than __dealloc__, which Cython surrounds with an error-state
+# save and restore (~40 instructions for every tensor freed). The field is found by its
+# offset: the wrapper must not make a Python reference to an object being freed.
+cdef extern from "Python.h":
+    ctypedef void (*c_destructor "destructor")(PyObject *) noexcept
+
+cdef c_destructor _tensor_base_dealloc = <c_destructor>(<PyTypeObject *>TensorBase).tp_dealloc
+cdef Py_ssize_t _tensor_reg_offset
+
+
+cdef void _tensor_dealloc(PyObject *o) noexcept:
+    cdef Py_ssize_t *slot = <Py_ssize_t *>(<char *>o + _tensor_reg_offset)
+    if slot[0]:
+        cg_reg_remove(slot)
+    _tensor_base_dealloc(o)
+
+
+cdef void _install_tensor_dealloc() except *:
+    global _tensor_reg_offset
+    cdef TensorBase probe = TensorBase.__new__(TensorBase)
+    _tensor_reg_offset = <char *>&probe._reg - <char *><PyObject *>probe
+    (<PyTypeObject *>TensorBase).tp_dealloc = <destructor>_tensor_dealloc
+
+
+_install_tensor_dealloc()
 
 
 # See Note [Binop slots]. CPython gives a Python subclass its generic slot (look the name up,
@@ -2063,16 +2087,36 @@ cdef extern from *:
     bint cg_has_dict(object o) noexcept
 
 
+cdef inline bint _saved_ok(object saved) noexcept:
+    """Every saved item is None, a _SavedOutput or an untracked Tensor."""
+    cdef Py_ssize_t i
+    cdef PyObject *item
+    for i in range(PyTuple_GET_SIZE(saved)):
+        item = PyTuple_GET_ITEM(saved, i)
+        if item == <PyObject *>None or item.ob_type == <PyTypeObject *>_SavedOutput:
+            continue
+        if item.ob_type != <PyTypeObject *>_tensor_cls or PyObject_GC_IsTracked(<object>item):
+            return False
+    return True
+
+
+cdef inline void _saved_mark(object saved) noexcept:
+    cdef Py_ssize_t i
+    cdef PyObject *item
+    for i in range(PyTuple_GET_SIZE(saved)):
+        item = PyTuple_GET_ITEM(saved, i)
+        if item.ob_type == <PyTypeObject *>_tensor_cls:
+            (<TensorBase>item)._cref = True
+
+
 cdef bint _clean_holdings(Node ctx, bint mark) except -1:
-    """Everything ctx holds besides its class, Function and edges qualifies (with mark:
-    flag the tensors)."""
+    """Everything ctx holds besides its class, Function, edges and saved tuple qualifies
+    (with mark: flag the tensors)."""
     cdef _NodeExtra x = ctx._x
     if x is not None and (x.saved_fwd is not None or x.non_diff is not None
                           or x.dirty is not None or x.tensor_pre is not None
                           or x.pre_hooks is not None or x.post_hooks is not None
                           or x.metadata is not None):
-        return False
-    if ctx._saved is not None and not _atomic(ctx._saved, mark):
         return False
     if ctx._aux is not None and not _atomic(ctx._aux, mark):
         return False
@@ -2091,17 +2135,25 @@ cdef bint _clean_holdings(Node ctx, bint mark) except -1:
 
 cdef void _settle_node(Node ctx) except *:
     """End of apply: make ctx CLEAN if it qualifies (Note [Untracked graphs])."""
+    cdef _FnInfo info = <_FnInfo>ctx._fn
     if not _untracking or not PyObject_GC_IsTracked(ctx):
         return
-    if not _is_rooted(<_FnInfo>ctx._fn):
+    if info.rooted <= 0 and not _is_rooted(info):
         return
     if not cg_node_edges_untracked(&ctx.c):
         return
-    if not _clean_holdings(ctx, False):
+    if ctx._saved is not None and not _saved_ok(ctx._saved):
+        return
+    cdef bint simple = (ctx._x is None and ctx._needs is None and not ctx._attrs
+                        and _atomic_scalar(ctx._aux))
+    if not simple and not _clean_holdings(ctx, False):
         return
     if cg_reg_add(<PyObject *>ctx, &ctx._reg) < 0:
         return
-    _clean_holdings(ctx, True)
+    if ctx._saved is not None:
+        _saved_mark(ctx._saved)
+    if not simple:
+        _clean_holdings(ctx, True)
     PyObject_GC_UnTrack(ctx)
 
 
