@@ -167,7 +167,8 @@ def test_ctx_attribute_holding_an_untracked_tensor():
     assert _untracked(y.grad_fn, a)
 
 
-def test_function_defined_in_a_function_is_tracked():
+def _local_function():
+    """A Function class that only this call's frame holds."""
     class Local(Function):
         @staticmethod
         def forward(ctx, x):
@@ -177,6 +178,11 @@ def test_function_defined_in_a_function_is_tracked():
         def backward(ctx, g):
             return g * 2
 
+    return Local
+
+
+def test_function_defined_in_a_function_is_tracked():
+    Local = _local_function()
     assert not _C._fn_rooted(Local)
     assert _C._fn_rooted(SaveInput)
     y = Local.apply(_leaf())
@@ -293,15 +299,7 @@ def test_cycle_closed_through_untracked_objects_is_collected(how):
 
 
 def test_cycle_through_a_class_defined_in_a_function_is_collected():
-    class Local(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
+    Local = _local_function()
     y = Local.apply(_leaf() * 1)
     Local.out = y
     refs = [weakref.ref(y), weakref.ref(y.grad_fn), weakref.ref(Local)]
