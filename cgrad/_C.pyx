@@ -208,6 +208,21 @@ cdef inline void _track(TensorBase t) noexcept:
     PyObject_GC_Track(t)
 
 
+cdef inline bint _enter(TensorBase t) noexcept:
+    """Make the untracked tensor t CLEAN (registered); False if it cannot be (not an exact
+    cgrad.Tensor, or the registry cannot grow)."""
+    return type(t) is _tensor_cls and (t._reg != 0 or cg_reg_add(<PyObject *>t, &t._reg) == 0)
+
+
+cdef inline bint _enter_node(Node n) noexcept:
+    """Make the tracked node n CLEAN: register, then untrack; False if the registry cannot
+    grow (n stays tracked)."""
+    if cg_reg_add(<PyObject *>n, &n._reg) < 0:
+        return False
+    PyObject_GC_UnTrack(n)
+    return True
+
+
 cdef inline void _hold(TensorBase t, object r) noexcept:
     """t is about to hold r (its .grad): stay untracked if r is an untracked Tensor and that
     cannot close a cycle (Note [Untracked graphs])."""
@@ -217,10 +232,9 @@ cdef inline void _hold(TensorBase t, object r) noexcept:
     if r is not t and type(r) is _tensor_cls and not PyObject_GC_IsTracked(r):
         rt = <TensorBase>r
         # t may hold a CLEAN r only if no CLEAN object holds t (else r might lead back to t)
-        if (rt._reg == 0 or not t._cref) and type(t) is _tensor_cls:
-            if t._reg or cg_reg_add(<PyObject *>t, &t._reg) == 0:
-                rt._cref = True
-                return
+        if (rt._reg == 0 or not t._cref) and _enter(t):
+            rt._cref = True
+            return
     _track(t)
 
 
@@ -228,9 +242,8 @@ cdef inline void _adopt(TensorBase t, Node ctx) noexcept:
     """t's grad_fn was just set to ctx, whose fate _settle_node has decided."""
     if PyObject_GC_IsTracked(t):
         return
-    if not t._cref and not PyObject_GC_IsTracked(ctx) and type(t) is _tensor_cls:
-        if t._reg or cg_reg_add(<PyObject *>t, &t._reg) == 0:
-            return
+    if not t._cref and not PyObject_GC_IsTracked(ctx) and _enter(t):
+        return
     _track(t)
 
 
@@ -682,9 +695,8 @@ cdef AccumulateGrad _get_accumulator(TensorBase t):
     t._accum_ref = PyWeakref_NewRef(acc, None)
     # Note [Untracked graphs]: an accumulator holds only its leaf
     if (_untracking and type(t) is _tensor_cls and not PyObject_GC_IsTracked(t)
-            and cg_reg_add(<PyObject *>acc, &acc._reg) == 0):
+            and _enter_node(acc)):
         t._cref = True
-        PyObject_GC_UnTrack(acc)
     return acc
 
 
@@ -893,10 +905,10 @@ cdef class Node:
                 cur = so.vc.version if so.vc is not None else 0
                 t = _new_tensor(so.data)
                 t._vc = so.vc
-                _track(t)
                 t._grad_fn = self
                 t._output_nr = so.output_nr
                 t._requires_grad = True
+                _adopt(t, self)                 # Note [Untracked graphs]
                 if cur != expected:
                     _raise_version_error(t, cur, expected)
                 obj = t
@@ -2018,13 +2030,18 @@ def _fn_rooted(cls):
     return bool(_is_rooted(_info_of(cls)))
 
 
+cdef inline bint _atomic_scalar(object v) noexcept:
+    t = type(v)
+    return v is None or t is int or t is float or t is bool
+
+
 cdef bint _atomic_item(object v, bint mark) noexcept:
     """Does v qualify under (a) or (b) of Note [Untracked graphs]? With mark, flag the
     untracked Tensors it is."""
-    if v is None:
+    if _atomic_scalar(v):
         return True
     t = type(v)
-    if t is float or t is int or t is bool or t is str or t is complex or t is bytes:
+    if t is str or t is complex or t is bytes:
         return True
     if t is _tensor_cls:
         if PyObject_GC_IsTracked(v):
@@ -2046,10 +2063,6 @@ cdef bint _atomic_item(object v, bint mark) noexcept:
         return v.metadata is None       # (a metadata dict could hold anything)
     return False
 
-
-cdef inline bint _atomic_scalar(object v) noexcept:
-    t = type(v)
-    return v is None or t is int or t is float or t is bool
 
 
 cdef type _size_cls = tuple       # cgrad.Size (a tuple with no instance dict)
@@ -2148,13 +2161,12 @@ cdef void _settle_node(Node ctx) except *:
                         and _atomic_scalar(ctx._aux))
     if not simple and not _clean_holdings(ctx, False):
         return
-    if cg_reg_add(<PyObject *>ctx, &ctx._reg) < 0:
+    if not _enter_node(ctx):
         return
     if ctx._saved is not None:
         _saved_mark(ctx._saved)
     if not simple:
         _clean_holdings(ctx, True)
-    PyObject_GC_UnTrack(ctx)
 
 
 cdef void _settle_outputs(Node ctx, object result, bint multi) noexcept:
