@@ -1318,6 +1318,7 @@ cdef object _apply(_FnInfo info, tuple args):
     cdef bint any_rg = False, is_graph, prev, multi
     cdef TensorBase t
     cdef Node ctx
+    cdef object pi                # Note [Typed object before a steal]
     _check_methods(info)
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
@@ -1357,6 +1358,12 @@ cdef object _apply(_FnInfo info, tuple args):
                 continue
             t = <TensorBase>a
             if arg_pos is not None:
+                # Note [Typed object before a steal]: `pi` must be a declared object.
+                # Untyped, Cython infers Py_ssize_t, boxes a temporary for each call and
+                # drops the reference PyTuple_SET_ITEM stole: the tuple then held a dead int
+                # for every position > 256 (CPython caches only -5..256), and a built-in op
+                # with more than 256 inputs crashed the next graph. .ci/reflint.py checks
+                # the generated C for any reference macro applied to a temporary.
                 pi = i
                 Py_INCREF(pi)
                 PyTuple_SET_ITEM(arg_pos, k, pi)

@@ -546,11 +546,43 @@ def einsum(*args):
             to_long = dts[0].kind in "biu"
         elif dts[0].kind == "b":
             raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+    if num > _EINSUM_MAX_OPERANDS:
+        return _einsum_chain(subs, out, operands)
     if num == 1:
         cls = EinsumSum if contraction else EinsumPermute
     else:
         cls = Einsum if contraction else EinsumMul
     return cls.apply((subs, out, to_long), *operands)
+
+
+# More operands than this are contracted pairwise, left to right (torch always does; NumPy's
+# einsum refuses more than 64 operands, and one node over n operands has an O(n^2) backward).
+_EINSUM_MAX_OPERANDS = 16
+
+
+def _einsum_chain(subs, out, operands):
+    """einsum of many operands as a chain of two-operand einsums: each step keeps only the
+    subscripts that the output or a later operand still needs (one node per step)."""
+    n = len(subs)
+    later = [None] * (n + 1)                 # later[k]: subscripts in out or subs[k:]
+    acc = set(out)
+    later[n] = frozenset(acc)
+    for k in range(n - 1, 0, -1):
+        acc.update(subs[k])
+        later[k] = frozenset(acc)
+    cur, cur_sub = operands[0], subs[0]
+    for k in range(1, n):
+        sk = subs[k]
+        if k == n - 1:
+            res = out
+        else:
+            keep = later[k + 1]
+            res = "".join(c for c in dict.fromkeys(cur_sub + sk) if c in keep)
+        contraction = len(set(cur_sub + sk)) > len(res)
+        cls = Einsum if contraction else EinsumMul
+        cur = cls.apply(((cur_sub, sk), res, False), cur, operands[k])
+        cur_sub = res
+    return cur
 
 
 # ----------------------------------------------------------------------------------------

@@ -451,6 +451,153 @@ def vstack(tensors):
     return cat(tensors, 0)
 
 
+def dstack(tensors):
+    """cat along dim 2 of the tensors made at least 3-D (torch.atleast_3d)."""
+    tensors = _check_tensors(tensors, "dstack")
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return cat(tuple(_atleast(t, 3) for t in tensors), 2)
+
+
+def column_stack(tensors):
+    """hstack of the tensors with 0-d and 1-D ones made columns ((n,) -> (n, 1))."""
+    tensors = _check_tensors(tensors, "column_stack")
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    return cat(tuple(t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors), 1)
+
+
+def _atleast(t, n):
+    nd = t._data.ndim
+    if nd >= n:
+        return t
+    if nd == 0:
+        return t.reshape((1,) * n)
+    if n == 2 or nd == 2:                     # (k,) -> (1, k); (m, k) -> (m, k, 1)
+        return t.unsqueeze(0) if n == 2 else t.unsqueeze(-1)
+    return t.unsqueeze(0).unsqueeze(-1)       # (k,) -> (1, k, 1)
+
+
+def _atleast_fn(n):
+    def fn(*tensors):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            return tuple(_atleast(t, n) for t in _check_tensors(tensors[0], f"atleast_{n}d"))
+        tensors = _check_tensors(tensors, f"atleast_{n}d")
+        out = tuple(_atleast(t, n) for t in tensors)
+        return out[0] if len(out) == 1 else out
+    fn.__name__ = fn.__qualname__ = f"atleast_{n}d"
+    fn.__doc__ = (f"Views of the inputs with at least {n} dimensions (one tensor in, one out; "
+                  "several or a sequence in, a tuple out).")
+    return fn
+
+
+atleast_1d = _atleast_fn(1)
+atleast_2d = _atleast_fn(2)
+atleast_3d = _atleast_fn(3)
+
+
+def broadcast_tensors(*tensors):
+    """Expand the tensors to their common broadcast shape (views, ExpandBackward0)."""
+    from cgrad.ops.indexing import _broadcast_shape
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    tensors = _check_tensors(tensors, "broadcast_tensors")
+    if len(tensors) == 1:
+        return tensors
+    shape = ()
+    for t in tensors:
+        if t._data.shape != shape:
+            shape = tuple(_broadcast_shape(shape, t._data.shape))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 0-D/1-D tensors: output k varies along dim k (indexing="ij",
+    the default, with torch's warning when not given) or with the first two dims swapped
+    ("xy"). Each output is an expanded view (ExpandBackward0)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    tensors = _check_tensors(tensors, "meshgrid")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
+                           f"received: {indexing}")
+    dt = tensors[0]._data.dtype
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t}")
+        if t._data.dtype != dt:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    n = len(tensors)
+    swap = indexing == "xy" and n >= 2
+    order = list(range(n))
+    if swap:
+        order[0], order[1] = 1, 0
+    sizes = [t._data.size for t in tensors]
+    shape = tuple(sizes[order[k]] for k in range(n))
+    pos = {order[k]: k for k in range(n)}       # input i varies along output dim pos[i]
+    outs = []
+    for i, t in enumerate(tensors):
+        view = [1] * n
+        view[pos[i]] = sizes[i]
+        outs.append(t.reshape(view).expand(shape))
+    return tuple(outs)
+
+
+class BlockDiag(Function):
+    """block_diag(*tensors) for 0-D, 1-D and 2-D tensors (0-D as 1x1, (n,) as 1xn); torch's
+    type promotion.  d/dt_i = the block of g at t_i's place, reshaped to t_i's shape."""
+    _node_name = "BlockDiagBackward0"
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        arrays = []
+        for i, t in enumerate(tensors):
+            a = t._data
+            if a.ndim > 2:
+                raise RuntimeError("torch.block_diag: Input tensors must have 2 or fewer "
+                                   f"dimensions. Input {i} has {a.ndim} dimensions")
+            arrays.append(a.reshape(1, -1) if a.ndim < 2 else a)
+        if not arrays:
+            from cgrad._dtype import get_default_dtype
+            return np.zeros((1, 0), dtype=get_default_dtype())
+        dt = _result_dtype(arrays)
+        rows = builtins.sum(a.shape[0] for a in arrays)
+        cols = builtins.sum(a.shape[1] for a in arrays)
+        out = np.zeros((rows, cols), dtype=dt)
+        r = c = 0
+        spans = []
+        for t, a in zip(tensors, arrays):
+            h, w = a.shape
+            out[r:r + h, c:c + w] = a
+            spans.append((r, h, c, w, t._data.shape))
+            r += h
+            c += w
+        if ctx is not None:
+            ctx._aux = tuple(spans)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        needs = ctx.needs_input_grad
+        out = []
+        for i, (r, h, c, w, shape) in enumerate(ctx._aux):
+            out.append(g[r:r + h, c:c + w].reshape(shape) if needs[i] else None)
+        return tuple(out)
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix from 0-D, 1-D and 2-D tensors."""
+    tensors = _check_tensors(tensors, "block_diag")
+    return BlockDiag.apply(*tensors)
+
+
 # ----------------------------------------------------------------------------------------
 # split / chunk / unbind (several outputs, all views)
 # ----------------------------------------------------------------------------------------
@@ -659,6 +806,9 @@ _FUNCTIONS = {
     "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "unsqueeze": unsqueeze,
     "flatten": flatten, "unflatten": unflatten, "ravel": ravel, "tile": tile, "cat": cat,
     "concat": cat, "concatenate": cat, "stack": stack, "hstack": hstack, "vstack": vstack,
+    "dstack": dstack, "column_stack": column_stack, "atleast_1d": atleast_1d,
+    "atleast_2d": atleast_2d, "atleast_3d": atleast_3d, "broadcast_tensors": broadcast_tensors,
+    "meshgrid": meshgrid, "block_diag": block_diag,
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
     "flip": flip, "roll": roll, "narrow": narrow, "clone": clone,
 }
