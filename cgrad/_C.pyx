@@ -599,6 +599,14 @@ cdef class TensorBase:
 
     def _set_grad_fn(self, node, Py_ssize_t output_nr=0):
         """Internal: rebase this tensor's history onto `node` (in-place ops, mark_dirty)."""
+        cdef Py_ssize_t n_out
+        if node is not None:
+            # the engine indexes the node's gradient buffers by output_nr: never let an
+            # out-of-range number reach it
+            n_out = (<Node?>node).c.n_outputs
+            if not 0 <= output_nr < (n_out if n_out > 1 else 1):
+                raise IndexError(f"output_nr {output_nr} out of range for a node with "
+                                 f"{n_out} output(s)")
         _track(self)
         self._grad_fn = <Node?>node
         self._output_nr = output_nr

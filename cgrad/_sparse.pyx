@@ -31,8 +31,9 @@ HAS_THREADS = bool(cg_sparse_has_threads())
 cdef cnp.ndarray _index_array(object a, str name):
     if not (cnp.PyArray_Check(a) and a.dtype == np.int64 and a.ndim == 1):
         raise TypeError(f"sddmm: {name} must be a 1-D int64 ndarray")
-    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
-        a = np.ascontiguousarray(a)
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a)):
+        a = np.require(a, np.int64, ["C", "A"])      # a contiguous aligned native copy
     return <cnp.ndarray>a
 
 
@@ -48,6 +49,8 @@ cdef cnp.ndarray _dense_rows(object a, str name, object dtype):
         arr = np.ascontiguousarray(arr)
     if arr.shape[0] > 1 and (arr.strides[0] < 0 or arr.strides[0] % item != 0):
         arr = np.ascontiguousarray(arr)
+    if not cnp.PyArray_ISALIGNED(arr):       # the kernel reads whole elements (C alignment)
+        arr = np.require(arr, None, ["C", "A"])
     return arr
 
 

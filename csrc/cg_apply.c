@@ -16,6 +16,11 @@ static PyObject *apply_vectorcall(PyObject *self, PyObject *const *args, size_t 
                                   PyObject *kwnames)
 {
     cg_apply_t *a = (cg_apply_t *)self;
+    if (a->info == NULL) {
+        /* cleared by the cycle collector (tp_clear) while something could still call it */
+        PyErr_SetString(PyExc_RuntimeError, "this Function.apply has been cleared");
+        return NULL;
+    }
     return a->impl(a->info, (PyObject **)args, PyVectorcall_NARGS(nargsf), kwnames);
 }
 
@@ -29,6 +34,10 @@ static PyObject *apply_descr_get(PyObject *self, PyObject *obj, PyObject *type)
     if (type == NULL || type == a->owner) {
         Py_INCREF(self);
         return self;
+    }
+    if (a->fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "this Function.apply has been cleared");
+        return NULL;
     }
     get = Py_TYPE(a->fallback)->tp_descr_get;
     if (get == NULL) {

@@ -16,6 +16,11 @@ static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t na
                                 PyObject *kwnames)
 {
     cg_tfn_t *f = (cg_tfn_t *)self;
+    if (f->fn == NULL || f->name == NULL || f->tensor_type == NULL) {
+        /* cleared by the cycle collector (tp_clear) while something could still call it */
+        PyErr_SetString(PyExc_RuntimeError, "this cgrad function has been cleared");
+        return NULL;
+    }
     if (PyVectorcall_NARGS(nargsf) > 0 &&
         !PyObject_TypeCheck(args[0], (PyTypeObject *)f->tensor_type)) {
         PyErr_Format(PyExc_TypeError,
