@@ -15,6 +15,9 @@ from cpython.ref cimport Py_INCREF, Py_XINCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.weakref cimport PyWeakref_NewRef
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_acquire_lock,
+                               PyThread_release_lock, PyThread_get_thread_ident, WAIT_LOCK,
+                               NOWAIT_LOCK)
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 from numpy cimport PyUFuncGenericFunction, ufunc
@@ -23,6 +26,7 @@ from cgrad._csrc cimport *
 
 import inspect
 import math
+import os
 import sys
 import threading
 import warnings
@@ -2405,6 +2409,14 @@ cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
 
 
 cdef _retain_accumulate(TensorBase t, object g):
+    _acc_enter()
+    try:
+        _retain_locked(t, g)
+    finally:
+        _acc_exit()
+
+
+cdef _retain_locked(TensorBase t, object g):
     if type(g) is _sparse_cls or type(t._grad) is _sparse_cls:     # sparse:
         t._grad = _sparse_acc(t._grad, g, False, cg_grad_enabled())
     elif t._grad is None:
@@ -2455,6 +2467,59 @@ cdef inline bint _stealable(PyObject *g, bint owned):
     return cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)
 
 
+# Note [Accumulation lock]: backward runs in several threads may accumulate into the same
+# leaf (or retained non-leaf) at once, and NumPy releases the GIL inside a large add, so the
+# read-modify-write of .grad is guarded, as torch guards AccumulateGrad with a mutex.
+# One process-wide lock, reentrant for its owner thread (the guarded region calls Python:
+# tensor ops, sparse accumulation), taken without the GIL when contended; at fork the child
+# gets a fresh one, since the thread that held it does not exist there. Uncontended it costs
+# two C calls per accumulation.
+cdef PyThread_type_lock _acc_lock = PyThread_allocate_lock()
+cdef long _acc_owner = 0
+cdef int _acc_depth = 0
+
+
+cdef inline int _acc_enter() except -1:
+    global _acc_owner, _acc_depth
+    cdef long me = <long>PyThread_get_thread_ident()
+    if _acc_depth > 0 and _acc_owner == me:
+        _acc_depth += 1
+        return 0
+    if _acc_lock == NULL:
+        raise MemoryError("cgrad: could not allocate the accumulation lock")
+    if not PyThread_acquire_lock(_acc_lock, NOWAIT_LOCK):
+        with nogil:
+            PyThread_acquire_lock(_acc_lock, WAIT_LOCK)
+    _acc_owner = me
+    _acc_depth = 1
+    return 0
+
+
+cdef inline void _acc_exit() noexcept:
+    global _acc_owner, _acc_depth
+    _acc_depth -= 1
+    if _acc_depth == 0:
+        _acc_owner = 0
+        PyThread_release_lock(_acc_lock)
+
+
+def _acc_after_fork():
+    """os.register_at_fork(after_in_child=...): a fresh, free accumulation lock."""
+    global _acc_lock, _acc_owner, _acc_depth
+    _acc_lock = PyThread_allocate_lock()
+    _acc_owner = 0
+    _acc_depth = 0
+
+
+def _acc_lock_state():
+    """Tests: (owner thread ident or 0, depth)."""
+    return (_acc_owner, _acc_depth)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_acc_after_fork)
+
+
 cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph) except -1:
     """Torch's AccumulateGrad: hooks, then steal / clone / add in place / add."""
     if var._hooks is not None:
@@ -2464,6 +2529,19 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
                 _check_hook_result(fn, g, r)
                 g = r
                 owned = False
+    _acc_enter()
+    try:
+        _accumulate_locked(var, g, owned, create_graph)
+    finally:
+        _acc_exit()
+    if var._post_acc_hooks is not None:
+        for fn in list((<dict>var._post_acc_hooks).values()):
+            fn(var)
+    return 0
+
+
+cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_graph) except -1:
+    """The read-modify-write of var.grad (under Note [Accumulation lock])."""
     if type(g) is _sparse_cls or type(var._grad) is _sparse_cls:     # sparse:
         var._grad = _sparse_acc(var._grad, g, owned, create_graph)
     elif var._grad is None:
@@ -2493,9 +2571,6 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
     else:
         var._grad = var._grad + g
     _hold(var, var._grad)                   # Note [Untracked graphs]
-    if var._post_acc_hooks is not None:
-        for fn in list((<dict>var._post_acc_hooks).values()):
-            fn(var)
     return 0
 
 
