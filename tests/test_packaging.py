@@ -20,6 +20,93 @@ def test_import_without_extension_says_how_to_build(tmp_path):
     assert "no pure-Python engine" in r.stderr
 
 
+def _fake_clone_and_install(tmp_path):
+    """A source tree without a built extension (``src``: pyproject.toml + cgrad/ without
+    the .so, as a fresh clone after `pip install .`) and an installed copy with it
+    (``site/cgrad``), as pip would leave them."""
+    pkg = os.path.dirname(cgrad.__file__)
+    src, site = tmp_path / "src", tmp_path / "site"
+    shutil.copytree(pkg, src / "cgrad",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__"))
+    (src / "pyproject.toml").write_text("[project]\nname = 'cgrad'\n")
+    shutil.copytree(pkg, site / "cgrad", ignore=shutil.ignore_patterns("*.c", "__pycache__"))
+    return src, site
+
+
+def _isolated(site):
+    """Command prefix and environment for a Python that sees `site` and NumPy/SciPy but no
+    other cgrad: -S skips site-packages' .pth files, where an editable install of cgrad
+    registers a finder that would resolve cgrad._C from its own tree."""
+    import numpy
+    import scipy
+    deps = {os.path.dirname(os.path.dirname(m.__file__)) for m in (numpy, scipy)}
+    return [sys.executable, "-S"], dict(os.environ,
+                                        PYTHONPATH=os.pathsep.join([str(site), *deps]))
+
+
+def test_import_trap_source_tree_shadows_installed_copy(tmp_path):
+    src, site = _fake_clone_and_install(tmp_path)
+    python, env = _isolated(site)
+    # from the clone's root, as a user does right after `pip install .`
+    r = subprocess.run([*python, "-c", "import cgrad"], cwd=src, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()[-1]
+    assert err.startswith("ImportError: cannot import cgrad: you are importing the source "
+                          "tree in the current directory")
+    assert str(site / "cgrad") in err
+    assert "run from another directory, or use `pip install -e .`" in err
+    assert "Build it with `pip install .`" not in err
+    # and the advice is right: from another directory the installed copy imports and works
+    r = subprocess.run([*python, "-c",
+                        "import cgrad; x = cgrad.ones(2, requires_grad=True); "
+                        "(x * 3).sum().backward(); print(cgrad.__file__); print(x.grad)"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(site / "cgrad" / "__init__.py"), "tensor([3., 3.])"]
+
+
+def test_import_trap_with_source_tree_elsewhere_and_editable_finder(tmp_path):
+    """The other copy is found behind an import hook too (what `pip install -e` of another
+    clone registers on sys.meta_path), and a source tree that is not the current directory
+    is named by its path."""
+    src, site = _fake_clone_and_install(tmp_path)
+    code = (
+        "import importlib.util, sys\n"
+        "class Finder:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name != 'cgrad':\n"
+        "            return None\n"
+        f"        init = {str(site / 'cgrad' / '__init__.py')!r}\n"
+        "        return importlib.util.spec_from_file_location(\n"
+        "            name, init, submodule_search_locations=[init.rsplit('/', 1)[0]])\n"
+        "sys.meta_path.append(Finder())\n"
+        f"sys.path.insert(0, {str(src)!r})\n"
+        "import cgrad\n")
+    python, env = _isolated(tmp_path / "nothing")
+    r = subprocess.run([*python, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()[-1]
+    assert f"you are importing the source tree in {src}," in err
+    assert str(site / "cgrad") in err
+    assert "`pip install -e .`" in err
+
+
+def test_import_with_a_broken_extension_names_the_loader_error(tmp_path):
+    import importlib.machinery
+    src, _ = _fake_clone_and_install(tmp_path)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (src / "cgrad" / f"_C{suffix}").write_bytes(b"not a shared object")
+    python, env = _isolated(tmp_path / "nothing")
+    r = subprocess.run([*python, "-c", "import cgrad"], cwd=src, env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()[-1]
+    assert "(cgrad._C) in" in err and "failed to load" in err
+    assert "Rebuild it with `pip install .`" in err
+
+
 def test_engine_is_compiled():
     assert cgrad._C.__file__.endswith((".so", ".pyd"))
 
