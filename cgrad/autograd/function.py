@@ -5,8 +5,8 @@ per Function subclass and named ``<ClassName>Backward``.
 """
 from __future__ import annotations
 
-import warnings
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -63,11 +63,11 @@ class Function(_C.FunctionBase):
         _C._register_function(cls, node_cls, split, builtin)
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(
+        _warn(
             f"{self.__class__} should not be instantiated. Methods on autograd functions are "
             "all static, so you should invoke them on the class itself. Instantiating an "
             "autograd function will raise an error in a future version of cgrad.",
-            DeprecationWarning, stacklevel=2)
+            DeprecationWarning)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
