@@ -4,6 +4,8 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
+
 import cgrad
 
 
@@ -118,3 +120,39 @@ def test_example_runs():
     assert r.stdout.splitlines() == [
         "None", "None", "Input gradient: tensor([2.])",
         "tensor([2.], grad_fn=<MyFunctionBackward>)"]
+
+
+def test_import_does_not_load_scipy_sparse():
+    """scipy.sparse is about half of `import cgrad`: it is imported on first sparse use, and
+    everything sparse works from there (products, gradients, scipy conversions)."""
+    code = "\n".join([
+        "import sys",
+        "import numpy as np",
+        "import cgrad",
+        "assert 'scipy.sparse' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)",
+        "x = cgrad.ones(3, requires_grad=True)",
+        "(x * 2).sum().backward()",
+        "assert 'scipy.sparse' not in sys.modules",
+        "i = cgrad.tensor([[0, 1, 2], [2, 0, 1]])",
+        "v = cgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)",
+        "h = cgrad.arange(6.0).reshape(3, 2).requires_grad_()",
+        "a = cgrad.sparse_coo_tensor(i, v, (3, 3))",
+        "(a @ h).sum().backward()",
+        "print(v.grad.tolist(), h.grad.tolist())",
+        "out = cgrad.spmm(i, v.detach(), (3, 3), h.detach())",
+        "print(out.tolist())",
+        "m = a.detach().to_scipy()",
+        "print(type(m).__module__.split('.')[:2], m.toarray().tolist())",
+        "print(cgrad.sparse.from_scipy(m).to_dense().tolist())",
+    ])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    dense = np.zeros((3, 3))
+    dense[[0, 1, 2], [2, 0, 1]] = [1.0, 2.0, 3.0]
+    h = np.arange(6.0).reshape(3, 2)
+    assert r.stdout.splitlines() == [
+        f"{[float(h[c].sum()) for c in [2, 0, 1]]} {dense.sum(0)[:, None].repeat(2, 1).tolist()}",
+        str((dense @ h).tolist()),
+        f"['scipy', 'sparse'] {dense.tolist()}",
+        str(dense.tolist()),
+    ]
