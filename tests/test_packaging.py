@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import cgrad
 
@@ -156,3 +157,33 @@ def test_import_does_not_load_scipy_sparse():
         f"['scipy', 'sparse'] {dense.tolist()}",
         str(dense.tolist()),
     ]
+
+
+def _ext_options(monkeypatch, **env):
+    """setup.py's get_ext_options() under the given switches (read from setup.py's source:
+    importing setup.py would run setup())."""
+    import ast
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cgrad.__file__)))
+    with open(os.path.join(root, "setup.py")) as f:
+        tree = ast.parse(f.read())
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+            and n.name in ("_flag", "get_ext_options")]
+    ns = {"os": os, "sys": sys, "numpy": np}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "setup.py", "exec"), ns)
+    for name in ("CGRAD_DEBUG", "CGRAD_SANITIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    opts, _ = ns["get_ext_options"]()
+    return opts["extra_compile_args"], opts["extra_link_args"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="-s is the GNU linker's")
+def test_release_build_has_no_debug_information(monkeypatch):
+    compile_args, link_args = _ext_options(monkeypatch)
+    assert compile_args[-1] != "-g" and "-g0" in compile_args and "-s" in link_args
+    # and the switches keep it (-g wins over Python's CFLAGS only if it comes last)
+    compile_args, link_args = _ext_options(monkeypatch, CGRAD_DEBUG="1")
+    assert "-g" in compile_args and "-g0" not in compile_args and "-s" not in link_args
+    compile_args, link_args = _ext_options(monkeypatch, CGRAD_SANITIZE="1")
+    assert "-g" in compile_args and "-g0" not in compile_args and "-s" not in link_args
