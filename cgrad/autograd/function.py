@@ -41,8 +41,8 @@ class Function(_C.FunctionBase):
     # Built-in ops set this to torch's node name (e.g. "MulBackward0").
     _node_name: str | None = None
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
+    def __init_subclass__(cls, **kwargs: object) -> None:   # typed: users' subclasses are
+        super().__init_subclass__(**kwargs)                     # checked by mypy --strict
         d = cls.__dict__
         if "vjp" in d and "backward" not in d:
             cls.backward = d["vjp"]
