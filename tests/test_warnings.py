@@ -465,3 +465,13 @@ def test_helper_blames_the_first_frame_outside_cgrad():
         warn("direct", RuntimeWarning)
     assert [(w.filename, w.lineno, w.category) for w in caught] == [
         (__file__, line, RuntimeWarning)]
+
+
+def test_the_suite_fails_on_cgrad_warnings():
+    """pyproject.toml's filterwarnings: a cgrad warning that no test expects is an error."""
+    with pytest.raises(UserWarning, match="Implicit dimension choice for softmax"):
+        F.softmax(cgrad.ones(2, 3))
+    with pytest.raises(DeprecationWarning, match="should not be instantiated"):
+        Function()
+    with pytest.raises(FutureWarning, match="mark_shared_storage is deprecated"):
+        cgrad.ones(1, requires_grad=True).__mul__(2).grad_fn.mark_shared_storage()
