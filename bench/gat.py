@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""GAT epoch time on Cora: cgrad's examples/gat.py vs pyGAT's SpGAT on torch (issue 5).
+"""GAT epoch time on Cora: cgrad's examples/gat.py vs pyGAT's SpGAT on torch.
 
     python bench/gat.py                 # Cora, 30 timed epochs of each system
     python bench/gat.py --quick         # 3 epochs each (smoke test)

@@ -6,7 +6,7 @@
     python bench/mlp.py --json out.json --repeats 21 --dtypes float32
     python bench/mlp.py --profile       # + cProfile of cgrad's step (top functions)
 
-The workload (issue 3): batch 512, a 784-1024-1024-10 MLP with tanh activations, cross-entropy
+The workload: batch 512, a 784-1024-1024-10 MLP with tanh activations, cross-entropy
 with class indices and mean reduction; forward, backward and a plain SGD update
 (``p -= lr * grad``, then ``grad = None``). Three systems run it:
 
@@ -78,7 +78,7 @@ ROOT = os.path.dirname(HERE)
 FULL = dict(batch=512, sizes=(784, 1024, 1024, 10), repeats=15)
 QUICK = dict(batch=128, sizes=(784, 256, 256, 10), repeats=3)
 LR = 0.01
-TARGET_VS_NUMPY = 1.03          # issue 3: cgrad within 3% of the NumPy floor
+TARGET_VS_NUMPY = 1.03          # the target: cgrad within 3% of the NumPy floor
 SYSTEMS = ("cgrad", "numpy", "torch")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Sparse benchmarks: SpMM forward+backward and SDDMM alone (issue 5).
+"""Sparse benchmarks: SpMM forward+backward and SDDMM alone.
 
     python bench/sparse.py              # full sizes, prints two tables
     python bench/sparse.py --quick      # small sizes, 2 repetitions (smoke test)

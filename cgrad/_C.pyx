@@ -29,10 +29,12 @@ import math
 import os
 import sys
 import threading
-import warnings
 import weakref
 
 import numpy as np
+
+# cgrad/_warn.py imports nothing from cgrad, so it loads while cgrad/__init__ imports _C
+from cgrad._warn import warn as _warn
 
 cnp.import_array()
 cnp.import_ufunc()
@@ -407,14 +409,14 @@ cdef class TensorBase:
     def grad(self):
         """Accumulated gradient (leaves and tensors with retain_grad()), or None."""
         if self._grad_fn is not None and not self._retains_grad and self._grad is None:
-            warnings.warn(
+            _warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                 ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
                 "mistake, make sure you access the leaf Tensor instead. See "
                 "github.com/pytorch/pytorch/pull/30531 for more information.",
-                UserWarning, stacklevel=2)
+                UserWarning)
         return self._grad
 
     @grad.setter
@@ -813,12 +815,11 @@ cdef void _anomaly_report(Node node) except *:
     tb = md.get("traceback_") if md is not None else None
     name = type(node).__name__
     if tb is None:
-        warnings.warn(f"Error detected in {name}. No forward pass information available. "
-                      "Enable detect anomaly during forward pass for more information.",
-                      stacklevel=2)
+        _warn(f"Error detected in {name}. No forward pass information available. "
+              "Enable detect anomaly during forward pass for more information.")
     else:
-        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
-                      "error:\n" + "".join(tb), stacklevel=2)
+        _warn(f"Error detected in {name}. Traceback of forward call that caused the "
+              "error:\n" + "".join(tb))
 
 
 cdef void _anomaly_check_nan(Node node, tuple res) except *:
@@ -976,9 +977,9 @@ cdef class Node:
         x.dirty.extend(tensors)
 
     def mark_shared_storage(self, *pairs):
-        warnings.warn(
+        _warn(
             "mark_shared_storage is deprecated. Tensors with shared storages are automatically "
-            "tracked. Note that calls to `set_()` are not tracked", FutureWarning, stacklevel=2)
+            "tracked. Note that calls to `set_()` are not tracked", FutureWarning)
 
     def save_for_forward(self, *tensors):
         _touch(self)

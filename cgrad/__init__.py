@@ -8,12 +8,9 @@ tensor([2., 4.])
 """
 try:
     from cgrad import _C
-except ImportError as e:  # pragma: no cover - exercised by hand
-    raise ImportError(
-        "cgrad's compiled extension (cgrad._C) is not built or failed to load "
-        f"({e}). Build it with `pip install .` (or `pip install -e .` for development) from "
-        "the project's root; it needs a C compiler, Cython>=3 and NumPy's headers. cgrad has "
-        "no pure-Python engine.") from e
+except ImportError as e:  # pragma: no cover - tested in a subprocess (test_packaging.py)
+    from cgrad._ext_missing import message as _message
+    raise ImportError(_message(e, __path__[0])) from e
 
 from cgrad import _dtype
 from cgrad._dtype import (bool, complex64, complex128, double, float, float16, float32,

@@ -305,3 +305,123 @@ def test_float32_dtypes_kept(torch):
     ours, theirs = run_both(torch, build)
     assert ours[1].dtype == np.float32
     assert_same(ours[1], theirs[1])
+
+
+# ----------------------------------------------------------------------------------------
+# Without torch: every function's values against central differences in float64
+# ----------------------------------------------------------------------------------------
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _fd_jacobian(f, arrays, eps=1e-6):
+    """[output][input] Jacobian blocks (shape out.shape + in.shape) of f by central
+    differences, f evaluated with cgrad on float64 copies of `arrays`."""
+    def call(arrs):
+        return [o.detach().numpy() for o in _tuple(f(*(cgrad.tensor(a) for a in arrs)))]
+    outs = call(arrays)
+    blocks = [[np.zeros(o.shape + a.shape) for a in arrays] for o in outs]
+    for k, a in enumerate(arrays):
+        for idx in np.ndindex(a.shape):
+            plus, minus = [x.copy() for x in arrays], [x.copy() for x in arrays]
+            plus[k][idx] += eps
+            minus[k][idx] -= eps
+            for i, (op, om) in enumerate(zip(call(plus), call(minus))):
+                blocks[i][k][(...,) + idx] = (op - om) / (2 * eps)
+    return blocks
+
+
+def _blocks(result, single_out, single_in):
+    """cgrad's nested result as [output][input] ndarrays."""
+    if single_out and single_in:
+        return [[result.detach().numpy()]]
+    if single_out or single_in:
+        row = [r.detach().numpy() for r in result]
+        return [row] if single_out else [[r] for r in row]
+    return [[r.detach().numpy() for r in out] for out in result]
+
+
+def _arrays(inp):
+    return tuple(t.detach().numpy().copy() for t in _tuple(inp))
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("strategy", ["reverse", "reverse-vectorized", "forward-mode"])
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_jacobian_against_finite_differences(name, strategy):
+    f, inp = FUNCS[name]
+    inputs = inp(cgrad)
+    kw = {"reverse": {}, "reverse-vectorized": dict(vectorize=True),
+          "forward-mode": dict(vectorize=True, strategy="forward-mode")}[strategy]
+    J = AF.jacobian(f(cgrad), inputs, **kw)
+    single_out = not isinstance(f(cgrad)(*_tuple(inputs)), tuple)
+    got = _blocks(J, single_out, not isinstance(inputs, tuple))
+    want = _fd_jacobian(f(cgrad), _arrays(inputs))
+    for g_row, w_row in zip(got, want, strict=True):
+        for g, w in zip(g_row, w_row, strict=True):
+            _close(g, w)
+
+
+def _fd_hessian(f, arrays):
+    """[input][input] Hessian blocks: central differences of the gradient (cgrad's
+    autograd.grad, itself checked against finite differences by gradcheck)."""
+    def grads(*ts):
+        ts = [t.detach().requires_grad_() for t in ts]
+        return cgrad.autograd.grad(f(*ts), ts, allow_unused=True, materialize_grads=True)
+    return _fd_jacobian(grads, arrays)
+
+
+@pytest.mark.parametrize("outer", ["reverse", "forward-mode"])
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCS))
+def test_hessian_hvp_vhp_against_finite_differences(name, outer):
+    f, inp = SCALAR_FUNCS[name]
+    inputs = inp(cgrad)
+    single = not isinstance(inputs, tuple)
+    kw = {} if outer == "reverse" else dict(vectorize=True, outer_jacobian_strategy=outer)
+    H = _fd_hessian(f(cgrad), _arrays(inputs))
+    got = _blocks(AF.hessian(f(cgrad), inputs, **kw), single, single)
+    for g_row, w_row in zip(got, H, strict=True):
+        for g, w in zip(g_row, w_row, strict=True):
+            _close(g, w)
+    rng = np.random.default_rng(3)
+    arrays = _arrays(inputs)
+    v = tuple(rng.standard_normal(a.shape) for a in arrays)
+    v_in = cgrad.tensor(v[0]) if single else tuple(cgrad.tensor(x) for x in v)
+    value = f(cgrad)(*_tuple(inputs)).item()
+    for fn in (AF.hvp, AF.vhp):
+        out, prod = fn(f(cgrad), inputs, v_in)
+        assert out.item() == pytest.approx(value)
+        for i, p in enumerate(_tuple(prod)):
+            # the Hessian is symmetric: H v and v^T H agree
+            want = sum(np.tensordot(H[i][k], v[k], axes=v[k].ndim) for k in range(len(v)))
+            _close(p.detach().numpy(), want)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_vjp_jvp_against_finite_differences(name):
+    f, inp = FUNCS[name]
+    inputs = inp(cgrad)
+    arrays = _arrays(inputs)
+    J = _fd_jacobian(f(cgrad), arrays)
+    outs = [o.detach().numpy() for o in _tuple(f(cgrad)(*_tuple(inputs)))]
+    rng = np.random.default_rng(4)
+    u = tuple(rng.standard_normal(o.shape) for o in outs)      # cotangents
+    w = tuple(rng.standard_normal(a.shape) for a in arrays)    # tangents
+    single_out = not isinstance(f(cgrad)(*_tuple(inputs)), tuple)
+    single_in = not isinstance(inputs, tuple)
+    u_in = cgrad.tensor(u[0]) if single_out else tuple(cgrad.tensor(x) for x in u)
+    w_in = cgrad.tensor(w[0]) if single_in else tuple(cgrad.tensor(x) for x in w)
+    value, vjp = AF.vjp(f(cgrad), inputs, u_in)
+    for k, g in enumerate(_tuple(vjp)):
+        want = sum(np.tensordot(u[i], J[i][k], axes=u[i].ndim) for i in range(len(u)))
+        _close(g.detach().numpy(), want)
+    value2, jvp = AF.jvp(f(cgrad), inputs, w_in)
+    for i, g in enumerate(_tuple(jvp)):
+        want = sum(np.tensordot(J[i][k], w[k], axes=w[k].ndim) for k in range(len(w)))
+        _close(g.detach().numpy(), want)
+    for val in (value, value2):
+        for o, ref in zip(_tuple(val), outs, strict=True):
+            np.testing.assert_array_equal(o.detach().numpy(), ref)

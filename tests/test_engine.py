@@ -144,7 +144,8 @@ if HAVE_HYPOTHESIS:
                 n, numel = sa[-1], int(np.prod(pool_shapes[j]))
                 param = "vec" if numel == n and draw(st.booleans()) else "mat"
                 b_shape = (n,) if param == "vec" else (n, numel // n)
-                out = np.matmul(np.empty(sa), np.empty(b_shape)).shape
+                # zeros, not empty: uninitialised memory can overflow in the product
+                out = np.matmul(np.zeros(sa), np.zeros(b_shape)).shape
             elif op == "reshape":
                 param = draw(st.sampled_from([(-1,), tuple(reversed(sa)), (1,) + sa]))
                 out = (int(np.prod(sa)),) if param == (-1,) else param
@@ -156,7 +157,7 @@ if HAVE_HYPOTHESIS:
                 if sa[0] >= 2:
                     choices += [slice(1, None), [0, 0, sa[0] - 1]]
                 param = draw(st.sampled_from(choices))
-                out = np.empty(sa)[param].shape
+                out = np.zeros(sa)[param].shape
             else:
                 out = sa
             program.append((op, i, j, param))

@@ -901,3 +901,113 @@ def test_reduce_lr_on_plateau_equals_torch(torch, kwargs):
     cs2 = cg_sched.ReduceLROnPlateau(copt, **kwargs)
     cs2.load_state_dict(cs.state_dict())
     assert cs2.best == cs.best and cs2.mode == cs.mode
+
+
+# ----------------------------------------------------------------------------------------
+# update rules against a NumPy transcription of torch's documented algorithms (no torch)
+# ----------------------------------------------------------------------------------------
+def _np_step(name, kw, p, g, st, t):
+    """One step of optimizer `name` on ndarray p (updated in place) with gradient g; `st`
+    is this parameter's state dict, t the step number (1-based)."""
+    lr = kw.get("lr", {"SGD": 1e-3, "Adam": 1e-3, "AdamW": 1e-3, "RMSprop": 1e-2,
+                       "Adagrad": 1e-2}[name])
+    wd = kw.get("weight_decay", 1e-2 if name == "AdamW" else 0.0)
+    g = -g if kw.get("maximize") else g.copy()
+    if name == "SGD":
+        g = g + wd * p
+        mu, damp = kw.get("momentum", 0.0), kw.get("dampening", 0.0)
+        if mu:
+            b = st["b"] = g.copy() if t == 1 else mu * st["b"] + (1 - damp) * g
+            g = g + mu * b if kw.get("nesterov") else b
+        p -= lr * g
+    elif name in ("Adam", "AdamW"):
+        b1, b2 = kw.get("betas", (0.9, 0.999))
+        eps = kw.get("eps", 1e-8)
+        if name == "AdamW" or kw.get("decoupled_weight_decay"):
+            p *= 1 - lr * wd
+        else:
+            g = g + wd * p
+        m = st["m"] = b1 * st.get("m", 0.0) + (1 - b1) * g
+        v = st["v"] = b2 * st.get("v", 0.0) + (1 - b2) * g * g
+        if kw.get("amsgrad"):
+            v = st["vmax"] = np.maximum(st.get("vmax", 0.0), v)
+        p -= lr / (1 - b1 ** t) * m / (np.sqrt(v) / np.sqrt(1 - b2 ** t) + eps)
+    elif name == "RMSprop":
+        alpha, eps, mu = kw.get("alpha", 0.99), kw.get("eps", 1e-8), kw.get("momentum", 0.0)
+        g = g + wd * p
+        v = st["v"] = alpha * st.get("v", 0.0) + (1 - alpha) * g * g
+        if kw.get("centered"):
+            ga = st["ga"] = alpha * st.get("ga", 0.0) + (1 - alpha) * g
+            v = v - ga * ga
+        d = g / (np.sqrt(v) + eps)
+        if mu:
+            d = st["b"] = mu * st.get("b", 0.0) + d
+        p -= lr * d
+    elif name == "Adagrad":
+        eps, decay = kw.get("eps", 1e-10), kw.get("lr_decay", 0.0)
+        g = g + wd * p
+        s = st["s"] = st.get("s", kw.get("initial_accumulator_value", 0.0)) + g * g
+        p -= lr / (1 + (t - 1) * decay) * g / (np.sqrt(s) + eps)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=CONFIG_IDS)
+def test_update_rules_match_the_numpy_transcription(cfg):
+    _, name, kwargs = cfg
+    ws = _init_weights(np.float64)
+    cps = [cgrad.tensor(w.copy(), requires_grad=True) for w in ws]
+    opt = getattr(optim, name)(cps, **kwargs)
+    states = [dict() for _ in ws]
+    counts = [0] * len(ws)
+    for gs in _grad_stream(np.float64, 30):
+        for i, (cp, w, g) in enumerate(zip(cps, ws, gs)):
+            cp.grad = None if g is None else cgrad.tensor(g.copy())
+            if g is not None:           # a parameter without a gradient is skipped
+                counts[i] += 1
+                _np_step(name, kwargs, w, g, states[i], counts[i])
+        opt.step()
+        for i, (cp, w) in enumerate(zip(cps, ws)):
+            np.testing.assert_allclose(cp.detach().numpy(), w, rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{cfg[0]} param {i}")
+
+
+def _closed_form_lr(name, kw, base, e):
+    """The learning rate after e scheduler steps, from the schedulers' documented formulas."""
+    if name == "StepLR":
+        return base * kw.get("gamma", 0.1) ** (e // kw["step_size"])
+    if name == "MultiStepLR":
+        return base * kw["gamma"] ** sum(m <= e for m in kw["milestones"])
+    if name == "ExponentialLR":
+        return base * kw["gamma"] ** e
+    if name == "CosineAnnealingLR":
+        lo, t_max = kw.get("eta_min", 0.0), kw["T_max"]
+        return lo + (base - lo) * (1 + math.cos(math.pi * e / t_max)) / 2
+    if name == "ConstantLR":
+        return base * (kw["factor"] if e < kw["total_iters"] else 1.0)
+    if name == "LinearLR":
+        s, f, n = kw["start_factor"], kw["end_factor"], kw["total_iters"]
+        return base * (s + (f - s) * min(e, n) / n)
+    if name == "PolynomialLR":
+        n = kw["total_iters"]
+        return base * (1 - min(e, n) / n) ** kw["power"]
+    if name == "MultiplicativeLR":
+        return base * kw["lr_lambda"](0) ** e
+    return None
+
+
+@pytest.mark.parametrize("cfg", [s for s in SCHEDULERS if _closed_form_lr(s[1], s[2], 1, 0)
+                                 is not None], ids=lambda s: s[0])
+def test_scheduler_lrs_follow_the_closed_forms(cfg):
+    """Without torch: each schedule's lr over 40 epochs equals its formula (to rounding:
+    the schedulers update recursively, as torch's do)."""
+    _, name, kwargs = cfg
+    ps = [cgrad.tensor([1.0], requires_grad=True), cgrad.tensor([2.0], requires_grad=True)]
+    opt = optim.SGD([{"params": [ps[0]]}, {"params": [ps[1]], "lr": 0.3}], lr=0.1)
+    sched = getattr(cg_sched, name)(opt, **kwargs)
+    for epoch in range(41):
+        want = [_closed_form_lr(name, kwargs, base, epoch) for base in (0.1, 0.3)]
+        np.testing.assert_allclose(sched.get_last_lr(), want, rtol=1e-9, atol=1e-15,
+                                   err_msg=f"epoch {epoch}")
+        for p in ps:
+            p.grad = cgrad.tensor([1.0])
+        opt.step()
+        sched.step()

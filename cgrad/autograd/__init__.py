@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cgrad import _C
+from cgrad._warn import warn as _warn
 from cgrad.autograd import function, grad_mode, graph, anomaly_mode
 from cgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
                                          is_anomaly_enabled, set_detect_anomaly)
@@ -166,13 +167,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
         grads = _make_grads(tensors, grad_tensors)
     if create_graph:
-        import warnings
-        warnings.warn(
+        _warn(
             "Using backward() with create_graph=True will create a reference cycle between the "
             "parameter and its gradient which can cause a memory leak. We recommend using "
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after "
-            "use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
+            "use to break the cycle and avoid the leak.", UserWarning)
     captured = _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs)
     if inputs is not None:
         prev = _C._set_grad_enabled(bool(create_graph))

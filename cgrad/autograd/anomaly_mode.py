@@ -6,8 +6,8 @@ Process-wide, as torch's. When off, the engine pays one C flag test per node.
 from __future__ import annotations
 
 import functools
-import warnings
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
@@ -34,8 +34,8 @@ class detect_anomaly:
     def __init__(self, check_nan=True):
         self.prev, self.prev_check_nan = _C._anomaly_state()
         self.check_nan = check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the "
-                      "runtime and should only be enabled for debugging.", stacklevel=2)
+        _warn("Anomaly Detection has been enabled. This mode will increase the "
+              "runtime and should only be enabled for debugging.")
 
     def __enter__(self):
         _C._set_anomaly(True, self.check_nan)

@@ -5,8 +5,8 @@ per Function subclass and named ``<ClassName>Backward``.
 """
 from __future__ import annotations
 
-import warnings
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -41,8 +41,8 @@ class Function(_C.FunctionBase):
     # Built-in ops set this to torch's node name (e.g. "MulBackward0").
     _node_name: str | None = None
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
+    def __init_subclass__(cls, **kwargs: object) -> None:   # typed: users' subclasses are
+        super().__init_subclass__(**kwargs)                     # checked by mypy --strict
         d = cls.__dict__
         if "vjp" in d and "backward" not in d:
             cls.backward = d["vjp"]
@@ -63,11 +63,11 @@ class Function(_C.FunctionBase):
         _C._register_function(cls, node_cls, split, builtin)
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(
+        _warn(
             f"{self.__class__} should not be instantiated. Methods on autograd functions are "
             "all static, so you should invoke them on the class itself. Instantiating an "
             "autograd function will raise an error in a future version of cgrad.",
-            DeprecationWarning, stacklevel=2)
+            DeprecationWarning)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

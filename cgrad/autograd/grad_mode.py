@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import Any, Callable, TypeVar
 
 from cgrad import _C
+
+# the user-facing methods are annotated: `with cgrad.no_grad():` and `@cgrad.no_grad()` are
+# checked by mypy --strict in users' programs (tests/typing/user_program.py)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
@@ -15,7 +20,7 @@ is_grad_enabled = _C.is_grad_enabled
 class _DecoratorContextManager:
     """Context manager usable as a decorator (also on generator functions)."""
 
-    def __call__(self, func):
+    def __call__(self, func: _F) -> _F:
         if inspect.isclass(func):
             raise RuntimeError("grad-mode decorators cannot decorate classes")
         if inspect.isgeneratorfunction(func):
@@ -39,13 +44,13 @@ class _DecoratorContextManager:
                             resp = g.send(req)
                         except StopIteration as e:
                             return e.value
-            return gen
+            return gen  # type: ignore[return-value]
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with self.clone():
                 return func(*args, **kwargs)
-        return wrapper
+        return wrapper  # type: ignore[return-value]
 
     def clone(self):
         return self.__class__()
@@ -62,41 +67,41 @@ class no_grad(_DecoratorContextManager):
     False
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.prev = False
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = _C._set_grad_enabled(False)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _C._set_grad_enabled(self.prev)
 
 
 class enable_grad(_DecoratorContextManager):
     """Enable gradient recording in this thread (context manager or decorator)."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = _C._set_grad_enabled(True)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _C._set_grad_enabled(self.prev)
 
 
 class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode; works as a function call, a context manager and a decorator."""
 
-    def __init__(self, mode: bool):
+    def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
         self.prev = _C._set_grad_enabled(self.mode)
 
-    def __call__(self, func):
+    def __call__(self, func: _F) -> _F:
         _C._set_grad_enabled(self.prev)
         return super().__call__(func)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         pass
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _C._set_grad_enabled(self.prev)
 
     def clone(self):
@@ -113,15 +118,15 @@ def is_inference_mode_enabled() -> bool:
 class inference_mode(_DecoratorContextManager):
     """Like no_grad (cgrad has no separate inference tensors yet)."""
 
-    def __init__(self, mode: bool = True):
+    def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = _C._set_grad_enabled(not self.mode and _C.is_grad_enabled())
         if self.mode:
             _inference_depth.n = getattr(_inference_depth, "n", 0) + 1
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.mode:
             _inference_depth.n -= 1
         _C._set_grad_enabled(self.prev)

@@ -38,11 +38,11 @@ sparse first gradients are compared as dense tensors), which torch's does not (#
 """
 from __future__ import annotations
 
-import warnings
 from itertools import product
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "get_numerical_jacobian",
@@ -128,12 +128,11 @@ def _check_inputs(tupled_inputs):
         if _is_tensor(inp) and inp.requires_grad:
             dt = _storage(inp).dtype
             if dt != np.float64 and dt != np.complex128:
-                warnings.warn(
+                _warn(
                     f"Input #{idx} requires gradient and "
                     "is not a double precision floating point or complex. "
                     "This check will likely fail if all the inputs are "
-                    "not of double precision floating point or complex. ",
-                    stacklevel=4)
+                    "not of double precision floating point or complex. ")
             if dt.kind == "c":
                 raise NotImplementedError(
                     f"gradcheck: input #{idx} is complex; cgrad's gradcheck supports real "
@@ -447,12 +446,11 @@ def _test_undefined_backward_mode(func, outputs, inputs):
     undef = _undefined_grad()
 
     def warn_bc_breaking():
-        warnings.warn(
+        _warn(
             "Backwards compatibility: New undefined gradient support checking "
             "feature is enabled by default, but it may break existing callers "
             "of this function. If this is true for you, you can call this "
-            'function with "check_undefined_grad=False" to disable the feature',
-            stacklevel=4)
+            'function with "check_undefined_grad=False" to disable the feature')
 
     def check_undefined_grad_support(output_to_check):
         grads_output = [_wrap(np.zeros_like(o._data)) for o in output_to_check]
@@ -654,12 +652,12 @@ def _deprecated(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        warnings.warn(
+        _warn(
             f"`{fn.__name__}` was part of PyTorch's private API and not meant to be exposed. "
             "We are deprecating it and it will be removed in a future version of PyTorch. "
             "If you have a specific use for this or feature request for this to be a stable "
             "API, please file us an issue at https://github.com/pytorch/pytorch/issues/new",
-            FutureWarning, stacklevel=2)
+            FutureWarning)
         return fn(*args, **kwargs)
     return wrapper
 

@@ -41,10 +41,10 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad.ops.binary import torch_type_name
 
 from cgrad import _C
@@ -138,8 +138,8 @@ def _legacy_get_string(size_average, reduce, emit_warning=True):
         reduce = True
     ret = "mean" if size_average and reduce else ("sum" if reduce else "none")
     if emit_warning:
-        warnings.warn("size_average and reduce args will be deprecated, please use "
-                      f"reduction='{ret}' instead.", stacklevel=3)
+        _warn("size_average and reduce args will be deprecated, please use "
+              f"reduction='{ret}' instead.")
     return ret
 
 
@@ -365,8 +365,9 @@ from cgrad.ops.reduce_ext import Softmax as _Softmax  # noqa: E402
 
 
 def _get_softmax_dim(name, ndim, stacklevel):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    # _stacklevel=3 (the default) blames the user's call; more blames callers further out
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+          "to include dim=X as an argument.", skip=max(stacklevel - 3, 0))
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -801,9 +802,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # ------------------------------------------------------------------------------------------
 def _warn_size(input, target):
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
-                      f"size ({input.size()}). This will likely lead to incorrect results due "
-                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+        _warn(f"Using a target size ({target.size()}) that is different to the input "
+              f"size ({input.size()}). This will likely lead to incorrect results due "
+              "to broadcasting. Please ensure they have the same size.")
 
 
 def _result_dtype(x, t):

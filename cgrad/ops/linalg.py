@@ -36,10 +36,10 @@ derivative works. A node saves only the operands its gradients need.
 from __future__ import annotations
 
 import operator
-import warnings
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad._C import TensorBase, _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
 
@@ -569,7 +569,7 @@ def reverse_dims(x):
     """x.T: all dims reversed (torch warns for tensors that are not 2-D)."""
     nd = x._data.ndim
     if nd != 2:
-        warnings.warn(_T0_WARNING if nd == 0 else _T_WARNING, UserWarning, stacklevel=2)
+        _warn(_T0_WARNING if nd == 0 else _T_WARNING, UserWarning)
     return Permute.apply(x, tuple(range(nd - 1, -1, -1)))
 
 

@@ -4,10 +4,10 @@ fast "add rows at repeated indices" kernel shared with cgrad/ops/indexing.py."""
 from __future__ import annotations
 
 import operator
-import warnings
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
 
@@ -282,8 +282,8 @@ def _index_array(it):
     if k == "b":
         return it
     if it.dtype == np.uint8:
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=4)
+        _warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+              "torch.bool instead.", UserWarning)
         return it.astype(np.bool_)
     if k in "iu":
         return int(it) if it.ndim == 0 else it
@@ -326,10 +326,10 @@ def _sequence_as_tuple(seq):
         if it is None or it is Ellipsis:
             return True
         if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
-            warnings.warn(
+            _warn(
                 "Using a non-tuple sequence for multidimensional indexing is deprecated and "
                 "will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq].",
-                UserWarning, stacklevel=4)
+                UserWarning)
             return True
     return False
 

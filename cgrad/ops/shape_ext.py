@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import builtins
 import operator
-import warnings
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
@@ -369,13 +369,13 @@ def _into_out(name, out, tensors, compute):
             "the operation.")
     if od.shape != r.shape:
         if od.size:
-            warnings.warn(
+            _warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(od.shape)}, which does not match the required output shape "
                 f"{list(r.shape)}. This behavior is deprecated, and in a future release "
                 "outputs will not be resized unless they have zero elements. You can explicitly "
                 "reuse an out tensor t by resizing it, inplace, to zero elements with "
-                "t.resize_(0).", UserWarning, stacklevel=3)
+                "t.resize_(0).", UserWarning)
         od = out._data = np.empty(r.shape, od.dtype)
     np.copyto(od, r, casting="unsafe")
     out._bump_version()
@@ -521,8 +521,8 @@ def meshgrid(*tensors, indexing=None):
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
-                      "the indexing argument.", UserWarning, stacklevel=2)
+        _warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+              "the indexing argument.", UserWarning)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '

@@ -9,7 +9,6 @@ version counter, as torch's in-place ops do.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
@@ -17,6 +16,7 @@ from itertools import chain
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 from cgrad import _dtype
 from cgrad.autograd.grad_mode import enable_grad
@@ -455,10 +455,10 @@ class Optimizer:
             param_group.setdefault(name, default)
 
         if len(tensors) != len(set(tensors)):
-            warnings.warn(
+            _warn(
                 "optimizer contains a parameter group with duplicate parameters; in future, "
                 "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
-                "more information", stacklevel=3)
+                "more information")
 
         param_set = set()
         for group in self.param_groups:

@@ -20,20 +20,34 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-import scipy.sparse as _sp
 
 _I32_MAX = np.iinfo(np.int32).max
 
-try:        # scipy's compiled sparse kernels (private module, stable for many releases)
-    from scipy.sparse import _sparsetools as _st
-except ImportError:  # pragma: no cover
-    _st = None
+# scipy.sparse and its compiled kernels are imported on first use, not by `import cgrad`:
+# scipy.sparse is about half of cgrad's import time and most programs never go sparse.
+_sp = None
+_st = None
 _fast = [None]
+
+
+def _load_scipy():
+    """scipy.sparse (imported on the first call; sets _sp and _st)."""
+    global _sp, _st
+    if _sp is None:
+        import scipy.sparse as sp
+        try:        # scipy's compiled sparse kernels (private module, stable for many releases)
+            from scipy.sparse import _sparsetools as st
+        except ImportError:  # pragma: no cover
+            st = None
+        _st = st
+        _sp = sp
+    return _sp
 
 
 def _fast_ok():
     """Use _sparsetools directly? Checked once against the public API."""
     if _fast[0] is None:
+        _load_scipy()
         _fast[0] = False
         if _st is not None:
             try:
@@ -161,10 +175,10 @@ class Pattern:
         if src is not None:
             perm, ind, indptr = src.csr()
             data = vals if perm is None else vals.take(perm)
-            return _sp.csc_array((data, ind, indptr), shape=self.shape)
+            return _load_scipy().csc_array((data, ind, indptr), shape=self.shape)
         perm, ind, indptr = self.csr()
         data = vals if perm is None else vals.take(perm)
-        return _sp.csr_array((data, ind, indptr), shape=self.shape)
+        return _load_scipy().csr_array((data, ind, indptr), shape=self.shape)
 
     def T(self):
         """The transposed pattern (same entry order), cached."""

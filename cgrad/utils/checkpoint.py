@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import warnings
 
+from cgrad._warn import warn as _warn
 from cgrad import _C
 from cgrad.autograd.function import Function
 from cgrad.autograd.grad_mode import enable_grad, no_grad
@@ -75,8 +75,7 @@ def detach_variable(inputs):
 def check_backward_validity(inputs):
     """Warn when no tensor of ``inputs`` requires grad."""
     if not any(inp.requires_grad for inp in inputs if _is_tensor(inp)):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                      stacklevel=2)
+        _warn("None of the inputs have requires_grad=True. Gradients will be None")
 
 
 def noop_context_fn():
@@ -458,12 +457,12 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
         >>> y.sum().backward()
     """
     if use_reentrant is None:
-        warnings.warn(
+        _warn(
             "cgrad.utils.checkpoint: the use_reentrant parameter should be "
             "passed explicitly. use_reentrant=False is "
             "recommended, but if you need to preserve the current default "
             "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.", stacklevel=2)
+            "details on the differences between the two variants.")
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
@@ -484,12 +483,12 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     Same signature and defaults as ``torch.utils.checkpoint.checkpoint_sequential``.
     """
     if use_reentrant is None:
-        warnings.warn(
+        _warn(
             "cgrad.utils.checkpoint.checkpoint_sequential: the use_reentrant "
             "parameter should be passed explicitly. use_reentrant=False is "
             "recommended, but if you need to preserve the current default "
             "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.", stacklevel=2)
+            "details on the differences between the two variants.")
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:

@@ -133,11 +133,11 @@ class Softmax(_Dim):
     """exp(x) / sum(exp(x)) along ``dim``."""
 
     def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
+        return F.softmax(input, self.dim)
 
 
 class LogSoftmax(_Dim):
     """log(softmax(x)) along ``dim`` (computed stably)."""
 
     def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
+        return F.log_softmax(input, self.dim)

@@ -1,8 +1,8 @@
 """Loss modules (torch's classes, kwargs and buffers over cgrad.nn.functional)."""
 from __future__ import annotations
 
-import warnings
 
+from cgrad._warn import warn as _warn
 from cgrad.nn import functional as F
 from cgrad.nn.modules.module import Module
 
@@ -15,8 +15,8 @@ def _legacy_get_string(size_average, reduce):
     if reduce is None:
         reduce = True
     ret = "mean" if size_average and reduce else ("sum" if reduce else "none")
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  f"reduction='{ret}' instead.", stacklevel=4)
+    _warn("size_average and reduce args will be deprecated, please use "
+          f"reduction='{ret}' instead.")
     return ret
 
 
