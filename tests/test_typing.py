@@ -1,7 +1,7 @@
 """Type information: the shipped stubs are current, honest, and useful under mypy --strict.
 
 The stubs (cgrad/_C.pyi, _sparse.pyi, tensor.pyi, __init__.pyi) are generated from the
-running package by tools/gen_stubs.py; the mypy tests skip when mypy is not installed.
+running package by .ci/gen_stubs.py; the mypy tests skip when mypy is not installed.
 """
 import os
 import subprocess
@@ -26,7 +26,7 @@ def test_package_ships_its_type_information():
 
 
 def test_stubs_are_up_to_date():
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_stubs.py"), "--check"],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, ".ci", "gen_stubs.py"), "--check"],
                        env=_env(), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -96,7 +96,7 @@ def test_stubs_match_the_compiled_modules(tmp_path):
     """mypy.stubtest compares the stubs with the runtime objects (signatures, kinds)."""
     pytest.importorskip("mypy.stubtest")
     args = [sys.executable, "-m", "mypy.stubtest", "--allowlist",
-            os.path.join(ROOT, "tools", "stubtest_allowlist.txt")]
+            os.path.join(ROOT, ".ci", "stubtest_allowlist.txt")]
     help_text = subprocess.run(args[:3] + ["--help"], capture_output=True, text=True).stdout
     if "--ignore-disjoint-bases" in help_text:    # PEP 800 markers: not written for Cython
         args.append("--ignore-disjoint-bases")
