@@ -126,7 +126,7 @@ def plot_soak(res, path, machine=None):
         ax.set_xlabel(f"{r['unit']}s")
         ax.set_ylabel("RSS (MB)")
         ax.set_xlim(0, steps[-1])
-        ymin = min(min(p["rss"] for p in s), x["rss_warm"] * 0.98) / 2 ** 20
+        ymin = min(min(min(p["rss"], p["rss_run"]) for p in s), x["rss_warm"] * 0.98) / 2 ** 20
         ymax = max(max(p["rss_run"] for p in s), x["rss_warm"] * 1.02) / 2 ** 20
         pad = 0.05 * (ymax - ymin)
         ax.set_ylim(ymin - pad, ymax + pad)

@@ -324,6 +324,8 @@ def make_workload(name):
 # the child: one scenario in a fresh process, one JSON line on stdout
 
 def _untracked():
+    if "cgrad" not in sys.modules:      # scenario d: do not import cgrad into torch's process
+        return None, None
     try:
         from cgrad import _C
         return _C._untracked_count(), _C._untracked_count(True)
@@ -405,7 +407,7 @@ def spawn(name, steps, warm, every, collect=True):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish(proc, timeout):
+def finish_proc(proc, timeout):
     """-> (child record, None) or (None, error text)."""
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -442,7 +444,7 @@ def analyse(rec):
         "growth_pct": growth, "bytes_per_step": (e["rss"] - w["rss"]) / n if n else 0.0,
         "slope_2nd_half": slope,
         "blocks_delta": e["blocks"] - w["blocks"], "objects_delta": e["objects"] - w["objects"],
-        "registry_max": max(x["registry_capacity"] for x in s),
+        "registry_max": max(x["registry_capacity"] for x in s),   # -1: cgrad not loaded
         "seconds": e["t"], "cpu_seconds": e["cpu"],
         "steps_per_s": (n / t_run) if t_run > 0 else None,
         "steps_per_cpu_s": (n / c_run) if c_run > 0 else None,
@@ -459,29 +461,41 @@ def available(name):
     return True
 
 
-def run(names=None, quick=False, scale=None, use_torch=True, collect=True, timeout=None,
-        parallel=None, log=None):
-    """Run the scenarios -> result dict {"scale", "collect", "scenarios": {name: {...}},
-    "skipped": [...]} (render() prints it). scale: fraction of the full length (default 1,
-    or 1/100 with quick). parallel: start all children at once (default: with quick only;
-    RSS is per process, but timings then disturb each other)."""
+def start(names=None, quick=False, scale=None, use_torch=True, collect=True, timeout=None,
+          parallel=None):
+    """Start the scenarios -> a handle for finish(). With `parallel` (default: with quick
+    only; RSS is per process, but timings then disturb each other) every child starts now,
+    else finish() runs them one after the other. scale: fraction of the full length (default
+    1, or 1/100 with quick)."""
     names = list(names or SCENARIOS)
     if scale is None:
         scale = 1.0 / QUICK_DIVISOR if quick else 1.0
     samples = QUICK_SAMPLES if quick else SAMPLES
     parallel = quick if parallel is None else parallel
-    timeout = timeout or (300 if quick else 4 * 3600)
-    out = {"scale": scale, "collect": collect, "scenarios": {}, "skipped": []}
-    todo = []
+    h = {"res": {"scale": scale, "collect": collect, "scenarios": {}, "skipped": []},
+         "timeout": timeout or (300 if quick else 4 * 3600), "collect": collect,
+         "todo": [], "plans": {}, "procs": {}}
     for name in names:
         if name == "d" and not use_torch:
-            out["skipped"].append("d: --no-torch")
+            h["res"]["skipped"].append("d: --no-torch")
         elif not available(name):
-            out["skipped"].append(f"{name}: torch is not importable")
+            h["res"]["skipped"].append(f"{name}: torch is not importable")
         else:
-            todo.append(name)
+            h["todo"].append(name)
+            h["plans"][name] = plan(name, scale, samples)
+            if parallel:
+                h["procs"][name] = spawn(name, *h["plans"][name], collect)
+    return h
 
-    def done(name, rec, err, steps, warm, every):
+
+def finish(h, log=None):
+    """Wait for (or run) the scenarios of start() -> the result dict {"scale", "collect",
+    "scenarios": {name: {...}}, "skipped": [...]} (render() prints it)."""
+    out = h["res"]
+    for name in h["todo"]:
+        steps, warm, every = h["plans"][name]
+        proc = h["procs"].get(name) or spawn(name, steps, warm, every, h["collect"])
+        rec, err = finish_proc(proc, h["timeout"])
         r = {"group": SCENARIOS[name][0], "label": SCENARIOS[name][1],
              "unit": SCENARIOS[name][3], "planned": [steps, warm, every]}
         if err:
@@ -496,18 +510,13 @@ def run(names=None, quick=False, scale=None, use_torch=True, collect=True, timeo
                    f"({x['growth_pct']:+.2f} %), {x['seconds']:.0f} s" if x else f"ERROR {err}")
             print(f"  [soak {name}: {steps:,} {SCENARIOS[name][3]}s: {msg}]", file=log,
                   flush=True)
-
-    plans = {name: plan(name, scale, samples) for name in todo}
-    if parallel:
-        procs = {name: spawn(name, *plans[name], collect) for name in todo}
-        for name in todo:
-            rec, err = finish(procs[name], timeout)
-            done(name, rec, err, *plans[name])
-    else:
-        for name in todo:
-            rec, err = finish(spawn(name, *plans[name], collect), timeout)
-            done(name, rec, err, *plans[name])
     return out
+
+
+def run(names=None, quick=False, scale=None, use_torch=True, collect=True, timeout=None,
+        parallel=None, log=None):
+    """start() then finish(): run the scenarios -> result dict (see finish)."""
+    return finish(start(names, quick, scale, use_torch, collect, timeout, parallel), log)
 
 
 def _mb(b):
@@ -538,8 +547,10 @@ def render(res):
                          for k, v in r.get("info", {}).items())
         notes.append(f"{name}: {info}; RSS at start {_mb(x['rss_start'])} MB, max "
                      f"{_mb(x['rss_max'])} MB after collection, {_mb(x['rss_run_max'])} MB "
-                     f"max before (after warm-up); untracked registry capacity max "
-                     f"{x['registry_max']}; setup {r['setup_s']:.1f} s")
+                     "max before (after warm-up); "
+                     + (f"untracked registry capacity max {x['registry_max']}; "
+                        if x["registry_max"] >= 0 else "")
+                     + f"setup {r['setup_s']:.1f} s")
     w = [max(len(h), *(len(t[i]) for t in rows)) if rows else len(h)
          for i, h in enumerate(head)]
     how = ("gc.collect() before each sample; RSS after it" if res.get("collect", True)
