@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Memory soak: the resident memory (RSS) of long training runs stays flat.
 
-    python bench/soak.py                    # every scenario, full length (20-40 minutes)
+    python bench/soak.py                    # every scenario, full length (10-20 minutes)
     python bench/soak.py --quick            # each scenario 100x shorter: smoke test, < 1 min
     python bench/soak.py --only a c         # a subset (c = c1 and c2)
     python bench/soak.py --plot soak.png --json soak.json
@@ -462,15 +462,16 @@ def available(name):
 
 
 def start(names=None, quick=False, scale=None, use_torch=True, collect=True, timeout=None,
-          parallel=None):
+          parallel=None, samples=None):
     """Start the scenarios -> a handle for finish(). With `parallel` (default: with quick
     only; RSS is per process, but timings then disturb each other) every child starts now,
     else finish() runs them one after the other. scale: fraction of the full length (default
-    1, or 1/100 with quick)."""
+    1, or 1/100 with quick). samples: per scenario (default 200, quick 50; each costs a full
+    collection)."""
     names = list(names or SCENARIOS)
     if scale is None:
         scale = 1.0 / QUICK_DIVISOR if quick else 1.0
-    samples = QUICK_SAMPLES if quick else SAMPLES
+    samples = samples or (QUICK_SAMPLES if quick else SAMPLES)
     parallel = quick if parallel is None else parallel
     h = {"res": {"scale": scale, "collect": collect, "scenarios": {}, "skipped": []},
          "timeout": timeout or (300 if quick else 4 * 3600), "collect": collect,
@@ -514,9 +515,10 @@ def finish(h, log=None):
 
 
 def run(names=None, quick=False, scale=None, use_torch=True, collect=True, timeout=None,
-        parallel=None, log=None):
+        parallel=None, samples=None, log=None):
     """start() then finish(): run the scenarios -> result dict (see finish)."""
-    return finish(start(names, quick, scale, use_torch, collect, timeout, parallel), log)
+    return finish(start(names, quick, scale, use_torch, collect, timeout, parallel, samples),
+                  log)
 
 
 def _mb(b):

@@ -4,12 +4,12 @@ reference cycles its custom Functions' ctx close must be freed by the cycle coll
 
 The bounds come from measurement (bench/README.md, "Memory soak"). After gc.collect(), the
 RSS of 20,000-cycle runs of c1 and c2 moved by 0 bytes after the 5,000-cycle warm-up and
-sys.getallocatedblocks() by -1 to 0 in each of 8 runs (load average 3 on 2 cores). A leak of
-one small Python object per cycle is 15,000 blocks and at least 0.5 MB here (a 4-element
-tensor is about 200 bytes, a node more), so the bounds (1 MiB of RSS, 1,000 blocks) are far
-above the noise and far below the smallest leak. gc.collect() runs before each sample: cycle
-garbage that CPython's generational thresholds have not reached yet is not a leak (see
-bench/soak.py).
+sys.getallocatedblocks() by -1 to 0, in each of 8 runs (4 of c1, 4 of c2; load average 3 on
+2 cores). A leak of one Python object per cycle is 15,000 blocks after warm-up, and of one
+tensor per cycle also about 3 MB of RSS, so the bounds (1,000 blocks, 1 MiB of RSS) are far
+above the noise and far below the smallest leak: leaking one 4-element array every 10th cycle
+(1,500 blocks) fails the test. gc.collect() runs before each sample: cycle garbage that
+CPython's generational thresholds have not reached yet is not a leak (see bench/soak.py).
 """
 from __future__ import annotations
 
