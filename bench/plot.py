@@ -6,6 +6,8 @@
   DAGs), one line per system; flat lines = linear total cost.
 * ``ratios.png``: per workload, cgrad's time divided by the NumPy floor's, torch's and HIPS
   autograd's (log scale; below 1 = cgrad is faster).
+* ``soak.png``: RSS against step of each memory soak scenario (bench/soak.py), the warm-up
+  shaded and the +-2 % band around the RSS at its end drawn (flat = no leak).
 """
 import json
 import os
@@ -97,6 +99,54 @@ def plot_ratios(rows, path, title_note=""):
     return True
 
 
+def plot_soak(res, path, machine=None):
+    """res: bench/soak.py's run() result. One panel per scenario: RSS after gc.collect()
+    (the criterion) and before it, against the step. -> False when there is nothing to plot."""
+    scen = {k: r for k, r in res["scenarios"].items() if "samples" in r}
+    if not scen:
+        return False
+    plt = _plt()
+    ncol = 2 if len(scen) > 1 else 1
+    nrow = -(-len(scen) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6.2 * ncol, 3.4 * nrow), squeeze=False)
+    for ax, (name, r) in zip(axes.flat, scen.items()):
+        s, x = r["samples"], r["result"]
+        steps = [p["step"] for p in s]
+        ax.axvspan(0, x["warmup"], color="#dddddd", lw=0, label="warm-up")
+        lo, hi = x["rss_warm"] * 0.98 / 2 ** 20, x["rss_warm"] * 1.02 / 2 ** 20
+        ax.axhspan(lo, hi, color="#2ca02c", alpha=0.12, lw=0, label="+-2 % of warm-up end")
+        color = COLORS["torch"] if name == "d" else COLORS["cgrad"]
+        if any(p["rss_run"] != p["rss"] for p in s):
+            ax.plot(steps, [p["rss_run"] / 2 ** 20 for p in s], color=color, lw=0.8,
+                    alpha=0.35, label="before gc.collect()")
+        ax.plot(steps, [p["rss"] / 2 ** 20 for p in s], color=color, lw=1.4,
+                label="after gc.collect()" if r.get("collect", True) else "RSS")
+        ax.set_title(f"{name} {r['label']}\n{x['growth_pct']:+.2f} % after warm-up, "
+                     f"{x['bytes_per_step']:+.2f} B/{r['unit']}", fontsize=9)
+        ax.set_xlabel(f"{r['unit']}s")
+        ax.set_ylabel("RSS (MB)")
+        ax.set_xlim(0, steps[-1])
+        ymin = min(min(min(p["rss"], p["rss_run"]) for p in s), x["rss_warm"] * 0.98) / 2 ** 20
+        ymax = max(max(p["rss_run"] for p in s), x["rss_warm"] * 1.02) / 2 ** 20
+        pad = 0.05 * (ymax - ymin)
+        ax.set_ylim(ymin - pad, ymax + pad)
+        ax.grid(True, alpha=0.3)
+        ax.ticklabel_format(axis="x", style="plain")
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(scen):]:
+        ax.set_visible(False)
+    note = ""
+    if machine:
+        note = (f" ({machine.get('date', '')}; python {machine.get('python')}, numpy "
+                f"{machine.get('numpy')}, git {machine.get('git', '?')})")
+    fig.suptitle("cgrad memory soak: RSS against step (flat = nothing leaks)" + note,
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def plot_all(data, outdir):
     """data: the JSON bench/run.py writes. -> list of files written (empty without
     matplotlib)."""
@@ -112,6 +162,11 @@ def plot_all(data, outdir):
         p = os.path.join(outdir, "scaling.png")
         plot_scaling(sc, p, note)
         files.append(p)
+    so = data.get("results", {}).get("soak")
+    if so and "scenarios" in so:
+        p = os.path.join(outdir, "soak.png")
+        if plot_soak(so, p, data.get("machine")):
+            files.append(p)
     if data.get("summary"):
         p = os.path.join(outdir, "ratios.png")
         if plot_ratios(data["summary"], p, note):

@@ -34,6 +34,10 @@ Workloads:
 8. ``hvp`` (bench/hvp.py): double backward: the Hessian-vector product of a tanh MLP loss.
 S. ``scaling`` (bench/scaling.py): time and bytes per node of chains and random DAGs of 1e3,
    1e4, 1e5, 1e6, 3e6 nodes, one fresh process per cell, and the cycle collector's share.
+M. ``soak`` (bench/soak.py): memory soak, RSS growth after warm-up of long runs (MLP training,
+   GAT training, small graphs of custom Functions whose ctx closes cycles, built-in ops; torch
+   on the latter), one fresh process per scenario, here 10x shorter than ``python
+   bench/soak.py`` (the full one); ``--quick``: 100x shorter, all at once.
 
 Method: OPENBLAS/OMP/MKL threads = 1 (set here before NumPy is imported) and
 torch.set_num_threads(1); every system's gradients are checked against the floor's before
@@ -50,9 +54,11 @@ The summary's "vs target" is measured / target for the workloads that have a tar
 1: over the target). The machine (CPU, cores, load average at start and end, versions) heads the output.
 
 Output: the detail tables and the summary (Markdown) on stdout; with a full run (or --out),
-``latest.md``, ``latest.json``, ``ratios.png`` and ``scaling.png`` (when matplotlib is
-installed) in bench/results/; ``--readme`` also refreshes the results block of bench/README.md.
-The exit status is 1 when a system errs or a gradient check fails; timings are never gated.
+``latest.md``, ``latest.json``, ``ratios.png``, ``scaling.png`` and ``soak.png`` (when
+matplotlib is installed) in bench/results/; ``--readme`` also refreshes the results block of
+bench/README.md. The exit status is 1 when a system errs, a gradient check fails or (full
+length only) a soak scenario's RSS grows by more than 2 % after warm-up; timings are never
+gated.
 """
 import os
 
@@ -82,6 +88,7 @@ from common import (check_all, cpu_time, err_text, interleaved,  # noqa: E402
 import fanin  # noqa: E402
 import hvp  # noqa: E402
 import scaling  # noqa: E402
+import soak  # noqa: E402
 
 RESULTS_DIR = os.path.join(HERE, "results")
 QUICK = False
@@ -725,12 +732,45 @@ def build_summary(results):
                 label = "chain" if k == "chain" else "random DAG"
                 rows.append(_row("S", f"S {label}, {n:,} nodes", "us/node", vals, "", None,
                                  _checks(r["grad_check"].get(k)), note=note))
+    r = results.get("soak")
+    if r and "scenarios" in r:
+        sc = r["scenarios"]
+        for name, x in sc.items():
+            if name == "d":
+                continue
+            vals, errs, chk = {}, [], "-"
+            if "error" in x:
+                errs.append("cgrad")
+            else:
+                vals["cgrad"] = x["result"]["growth_pct"]
+                err = x.get("info", {}).get("grad_max_err")
+                chk = "flat" if x["result"]["flat"] else "GROWS"
+                if err is not None:
+                    chk += ", gradients " + ("ok" if err < 1e-9 else f"off by {err:.2g}")
+            note = ""
+            if name == "c2" and "d" in sc:       # torch on the same code
+                if "error" in sc["d"]:
+                    errs.append("torch")
+                else:
+                    vals["torch"] = sc["d"]["result"]["growth_pct"]
+                    note = "torch: scenario d, the same code"
+            steps = x["result"]["steps"] if "result" in x else x["planned"][0]
+            short = x["label"].split(",")[0]
+            row = _row("M", f"M soak {name} {short}, {steps:,} {x['unit']}s: RSS growth "
+                       "after warm-up", "%", vals, f"flat within {soak.FLAT_PCT:g} %",
+                       abs(vals["cgrad"]) / soak.FLAT_PCT if "cgrad" in vals else None,
+                       chk + ("; errors: " + ", ".join(errs) if errs else ""), kind="memory",
+                       clock="-", note=note)
+            row["ratios"] = {s: None for s in row["ratios"]}   # a ratio of growths means nothing
+            rows.append(row)
     return rows
 
 
 def _fmt(v, unit):
     if v is None:
         return "-"
+    if unit == "%":
+        return f"{v:+.2f}"
     if unit in ("bytes/node",):
         return f"{v:.0f}"
     if unit == "MB":
@@ -910,6 +950,20 @@ def problems(results):
                 if chk not in (None, "ok", "ref"):
                     out.append(f"{bench} {x.get('dtype', '')} {x.get('system')}: {chk}")
             continue
+        if bench == "soak":
+            # errors and wrong gradients always; growth only in a full-length run (--quick's
+            # runs are too short to judge, and timings/memory are never gated there)
+            for name, x in r.get("scenarios", {}).items():
+                if "error" in x:
+                    out.append(f"ERROR soak {name}: {x['error']}")
+                    continue
+                err = x.get("info", {}).get("grad_max_err")
+                if err is not None and not err < 1e-9:
+                    out.append(f"GRADIENT MISMATCH soak {name}: max |diff| {err:.3g}")
+                if not QUICK and not x["result"]["flat"]:
+                    out.append(f"soak {name}: RSS grew {x['result']['growth_pct']:+.2f} % "
+                               f"after warm-up (> {soak.FLAT_PCT:g} %)")
+            continue
         if bench == "scaling":
             out += [f"ERROR scaling {e}" for e in r["errors"]]
             for k, d in r["grad_check"].items():
@@ -1054,7 +1108,10 @@ def update_readme(info, summary, plots, outdir):
 # ---------------------------------------------------------------------------------------------
 # main
 
-ALL = ["elementwise", "chain", "bigchain", "fanin", "mlp", "sparse", "gat", "hvp", "scaling"]
+ALL = ["elementwise", "chain", "bigchain", "fanin", "mlp", "sparse", "gat", "hvp", "scaling",
+       "soak"]
+SOAK_SCALE = 0.1      # bench/run.py's soak: 10x shorter than python bench/soak.py,
+SOAK_SAMPLES = 100    # with half its samples (each a full gc.collect())
 
 
 def main(argv=None):
@@ -1163,7 +1220,7 @@ def main(argv=None):
 
     log = sys.stderr
     t_start = perf_counter()
-    started_big = started_scaling = None
+    started_big = started_scaling = started_soak = None
     sub_systems = ["cgrad", "numpy"] + [s for s in ("torch", "hips") if s in libs]
     if a.quick:
         # --quick is a smoke test, not a measurement: the subprocess workloads run in the
@@ -1173,6 +1230,8 @@ def main(argv=None):
                            for ln in sub_systems}
         if "scaling" in selected:
             started_scaling = scaling.start(True, sub_systems)
+        if "soak" in selected:
+            started_soak = soak.start(quick=True, use_torch=torch_mod is not None)
 
     results = {}
 
@@ -1202,6 +1261,12 @@ def main(argv=None):
         else:
             timed("scaling", lambda: scaling.run(systems=sub_systems, budget=a.scaling_budget,
                                                  log=log))
+    if "soak" in selected:
+        if started_soak:
+            timed("soak", lambda: soak.finish(started_soak, log=log))
+        else:
+            timed("soak", lambda: soak.run(scale=SOAK_SCALE, samples=SOAK_SAMPLES,
+                                           use_torch=torch_mod is not None, log=log))
     if "sparse" in selected:
         timed("sparse", lambda: run_module_workload("sparse", a.quick, log,
                                                     use_torch=torch_mod is not None))
@@ -1279,6 +1344,8 @@ def detail_texts(data):
         texts.append(("8 Hessian-vector product (bench/hvp.py)", hvp.render(results["hvp"])))
     if "scaling" in results and "results" in results["scaling"]:
         texts.append(("S Scaling (bench/scaling.py)", scaling.render(results["scaling"])))
+    if "soak" in results and "scenarios" in results["soak"]:
+        texts.append(("M Memory soak (bench/soak.py)", soak.render(results["soak"])))
     return texts
 
 
