@@ -1010,6 +1010,8 @@ cdef class Node:
         fn = self._fn
         if fn is None:
             raise RuntimeError("this node has no backward to call")
+        if self._released and (<_FnInfo>fn).builtin:
+            raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
         return cg_call_prepend(_backward_of(fn), self, grads)
 
 
@@ -1163,6 +1165,7 @@ cdef class _FnInfo:
     cdef object setup
     cdef int has_defaults    # -1: not computed yet (reset with the cached methods)
     cdef object pt_bwd       # Note [Pass-through backward]: that backward, or None
+    cdef bint saves          # Note [Freed saved values]: `_cg_saves` of a built-in op
     cdef int rooted          # 1: a module holds cls (Note [Untracked graphs]); -1: unknown
 
 
@@ -1277,6 +1280,7 @@ def _register_function(cls, node_cls, bint split, bint builtin=False):
     info.rooted = -1
     if builtin and cls.__dict__.get("_cg_passthrough", False):
         info.pt_bwd = _backward_of(info)
+    info.saves = builtin and bool(getattr(cls, "_cg_saves", False))
     # kept in the class's own dict (not a global registry), so that a Function class
     # created at run time is freed with its last use, as torch's
     setattr(cls, "_cg_info", info)
@@ -2297,6 +2301,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     fn = node._fn
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
+    if node._released and (<_FnInfo>fn).builtin:
+        raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
     fn = _backward_of(fn)
     res = None
     if (fn is (<_FnInfo>node._fn).pt_bwd and needed == NULL and not _anomaly_on
@@ -2618,10 +2624,24 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
     return <PyObject *>r
 
 
+# Note [Freed saved values]: after a node runs in a backward without retain_graph, torch
+# frees what the node saved, and running the node again raises _SECOND_TIME. A built-in op
+# keeps what torch saves either through save_for_backward (freed here; the node is then
+# `_released`) or, where torch saves a tensor that cgrad keeps as a plain value (the scalar of
+# x * 2, which torch wraps in a tensor; index arrays, masks), in `ctx._aux`: such an op
+# declares `_cg_saves = True` and its `_aux` is dropped here as well. A released built-in
+# node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would read
+# what was freed, as torch's nodes do; a custom Function raises only when its backward reads
+# ctx.saved_tensors (torch's behaviour for custom Functions). Ops that save nothing (add,
+# views, sum, cat, ...) run again as in torch. None of this is on the forward path.
 cdef int _cb_release(void *state, cg_node_t *c) except -1:
     cdef Node node = <Node>c.self
     if node._has_saved:
         _release_saved(node)
+    fn = node._fn
+    if fn is not None and (<_FnInfo>fn).saves:
+        node._aux = None
+        node._released = True
     return 0
 
 

@@ -32,11 +32,11 @@ def neg(a):
 
 
 def add(a, b, alpha=1):
-    return a + (b * alpha if alpha != 1 else b)
+    return _ops.elementwise.add_alpha(a, b, alpha)
 
 
 def sub(a, b, alpha=1):
-    return a - (b * alpha if alpha != 1 else b)
+    return _ops.elementwise.add_alpha(a, b, alpha, True)
 
 
 def mul(a, b):

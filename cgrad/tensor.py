@@ -14,6 +14,7 @@ from cgrad._tensor_str import format_tensor
 from cgrad.ops.shape import index as _index
 from cgrad.ops.shape import reshape as _reshape
 from cgrad.ops import inplace as _inplace
+from cgrad.ops.elementwise import add_alpha as _add_alpha
 
 _IADD = _inplace.ufunc_inplace(np.add)
 _ISUB = _inplace.ufunc_inplace(np.subtract)
@@ -252,10 +253,10 @@ class Tensor(_C.TensorBase):
         return _ops.matmul(other, self)
 
     def add(self, other, alpha=1):
-        return self + (other * alpha if alpha != 1 else other)
+        return self + other if alpha == 1 else _add_alpha(self, other, alpha)
 
     def sub(self, other, alpha=1):
-        return self - (other * alpha if alpha != 1 else other)
+        return self - other if alpha == 1 else _add_alpha(self, other, alpha, True)
 
     def mul(self, other):
         return self * other
@@ -320,6 +321,10 @@ class Tensor(_C.TensorBase):
         if alpha != 1:
             if _axpy(self, other, alpha):
                 return self
+            if isinstance(other, _C.TensorBase):
+                return _inplace.apply_inplace(
+                    self, lambda a, o: _IADD(a, o * alpha), (other,),
+                    lambda s: _add_alpha(s, other, alpha), False)
             other = other * alpha
         return _inplace.apply_inplace(self, _IADD, (other,), lambda s: s + other, False)
 
@@ -327,6 +332,10 @@ class Tensor(_C.TensorBase):
         if alpha != 1:
             if _axpy(self, other, -alpha):
                 return self
+            if isinstance(other, _C.TensorBase):
+                return _inplace.apply_inplace(
+                    self, lambda a, o: _ISUB(a, o * alpha), (other,),
+                    lambda s: _add_alpha(s, other, alpha, True), False)
             other = other * alpha
         return _inplace.apply_inplace(self, _ISUB, (other,), lambda s: s - other, False)
 

@@ -413,18 +413,22 @@ class Einsum(Function):
         if to_long:
             arrays = [x.astype(np.int64) for x in arrays]
         if ctx is not None:
-            ctx.save_for_backward(*ops)
-            ctx._aux = spec
+            # as torch: an operand is kept only for the gradient of another operand
+            needs = ctx.needs_input_grad[1:]
+            keep = [o if True in needs[:k] + needs[k + 1:] else None for k, o in enumerate(ops)]
+            if builtins.any(o is not None for o in keep):
+                ctx.save_for_backward(*keep)
+            ctx._aux = (spec, tuple([o._data.shape for o in ops]))
         return _einsum_np(subs, out, arrays)
 
     @staticmethod
     def backward(ctx, g):
-        ops = ctx.saved_tensors
-        subs, out, _ = ctx._aux
+        (subs, out, _), shapes = ctx._aux
         needs = ctx.needs_input_grad
+        ops = ctx.saved_tensors or (None,) * len(subs)
         grads = [None]
         for k in range(len(subs)):
-            grads.append(_einsum_grad(g, ops, subs, out, k) if needs[k + 1] else None)
+            grads.append(_einsum_grad(g, ops, shapes, subs, out, k) if needs[k + 1] else None)
         return tuple(grads)
 
 
@@ -443,7 +447,7 @@ class EinsumPermute(Einsum):
     _node_name = "PermuteBackward0"
 
 
-def _einsum_grad(g, ops, subs, out, k):
+def _einsum_grad(g, ops, shapes, subs, out, k):
     sub = subs[k]
     uniq = "".join(dict.fromkeys(sub))
     others = [j for j in range(len(subs)) if j != k]
@@ -451,7 +455,7 @@ def _einsum_grad(g, ops, subs, out, k):
     present = "".join(c for c in uniq if c in avail)
     gk = Einsum.apply(((out,) + tuple(subs[j] for j in others), present, False),
                       g, *(ops[j] for j in others))
-    shape = ops[k]._data.shape
+    shape = shapes[k]
     gshape = gk._data.shape
     full = tuple(gshape[present.index(c)] if c in present else 1 for c in uniq)
     if len(present) != len(uniq):

@@ -444,6 +444,7 @@ class Index(Function):
     """a[idx] with torch's semantics (see _TorchIndex; a plain NumPy index also works).
     d/da = zeros with g added at idx (repeated indices add up)."""
     _node_name = "IndexBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, idx):
@@ -465,6 +466,7 @@ class IndexBackward(Function):
     """Scatter-add g into zeros(shape) at idx (torch's index_put with accumulate=True).
     d/dg = grad[idx]."""
     _node_name = "IndexPutImplBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, shape, idx, fwd=None):
@@ -488,10 +490,12 @@ class IndexBackward(Function):
 
 class _SelectBackward(IndexBackward):
     _node_name = "SelectBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
 
 
 class _SliceBackward(IndexBackward):
     _node_name = "SliceBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
 
 
 Index._bwd = IndexBackward
@@ -499,20 +503,24 @@ Index._bwd = IndexBackward
 
 class SelectIndex(Index):
     _node_name = "SelectBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
     _bwd = _SelectBackward
 
 
 class SliceIndex(Index):
     _node_name = "SliceBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
     _bwd = _SliceBackward
 
 
 class UnsqueezeIndex(Index):
     _node_name = "UnsqueezeBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
 
 
 class AliasIndex(Index):
     _node_name = "AliasBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
 
 
 def _is_basic(idx):
@@ -552,6 +560,7 @@ def index(a, idx):
 class MaskedFillConst(Function):
     """a with a constant where mask (an ndarray).  d/da = g with zeros where mask."""
     _node_name = "MaskedFillBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, mask, value):
