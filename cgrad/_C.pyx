@@ -1233,12 +1233,14 @@ cg_apply_type_ready()
 cg_tfn_type_ready()
 
 
-def _tensor_function(fn, str name, str module):
-    """fn behind a C check that its first positional argument is a Tensor, raising torch's
-    TypeError otherwise (see csrc/cg_tfn.h); it pickles as module.name."""
-    f = cg_tfn_new(fn, name, TensorBase)
+def _tensor_function(fn, str name, str module, bint check=True, dict aliases=None,
+                     str qualname=None):
+    """fn called through csrc/cg_tfn.h: with `check`, behind a C check that its first
+    positional argument is a Tensor (torch's TypeError otherwise); with `aliases`, keyword
+    names renamed ({alias: name}). It pickles as module.qualname (default: name)."""
+    f = cg_tfn_new(fn, name, TensorBase, check, aliases)
     f.__module__ = module
-    f.__qualname__ = name
+    f.__qualname__ = name if qualname is None else qualname
     return f
 
 

@@ -1628,6 +1628,7 @@ __all__ += ["batch_norm", "bilinear"]
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("dropout", "elu", "gelu", "leaky_relu", "linear", "one_hot", "relu", "relu_",
                  "selu", "silu", "softplus")
-for _name in _TENSOR_FIRST:
-    globals()[_name] = _C._tensor_function(globals()[_name], _name, __name__)
-del _name
+from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
+
+_api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,
+                       c_in_torch=_api.C_IN_TORCH_NN)

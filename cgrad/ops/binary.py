@@ -220,9 +220,9 @@ def where(condition, input=None, other=None):
     return Where.apply(condition, _to_tensor(input), _to_tensor(other))
 
 
-def _where_method(self, condition, y):
-    """Tensor.where(condition, y) == where(condition, self, y)."""
-    return where(condition, self, y)
+def _where_method(self, condition, other):
+    """Tensor.where(condition, other) == where(condition, self, other)."""
+    return where(condition, self, other)
 
 
 # ----------------------------------------------------------------------------------------

@@ -101,7 +101,12 @@ def transpose(input, dim0, dim1):
     return Transpose.apply(input, dim0, dim1)
 
 
-swapdims = swapaxes = transpose
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """transpose with NumPy's name (and torch's argument names for it)."""
+    return Transpose.apply(input, axis0, axis1)
 
 
 def permute(input, dims):
@@ -111,8 +116,13 @@ def permute(input, dims):
     return Permute.apply(input, tuple(dims))
 
 
-def _permute_method(self, *dims):
-    return Permute.apply(self, permute_dims(dims))
+def _permute_method(self, *args, dims=None):
+    """x.permute(1, 0), x.permute((1, 0)) or x.permute(dims=(1, 0))."""
+    if dims is not None:
+        if args:
+            raise TypeError("permute() got multiple values for argument 'dims'")
+        args = (dims,)
+    return Permute.apply(self, permute_dims(args))
 
 
 def _no_complex(x, what):

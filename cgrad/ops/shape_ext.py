@@ -255,8 +255,13 @@ def _repeat_args(sizes):
     return tuple(operator.index(s) for s in sizes)
 
 
-def repeat(self, *sizes):
-    """Tensor.repeat: tile the tensor sizes[i] times along dim i (a copy)."""
+def repeat(self, *sizes, repeats=None):
+    """Tensor.repeat: tile the tensor sizes[i] times along dim i (a copy); the sizes may be
+    given as several ints, one sequence, or the keyword repeats."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
     reps = _repeat_args(sizes)
     arr = self._data
     if len(reps) < arr.ndim:
