@@ -412,8 +412,7 @@ cdef class TensorBase:
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                 ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
-                "mistake, make sure you access the leaf Tensor instead. See "
-                "github.com/pytorch/pytorch/pull/30531 for more information.",
+                "mistake, make sure you access the leaf Tensor instead.",
                 UserWarning, stacklevel=2)
         return self._grad
 
@@ -889,12 +888,25 @@ cdef class Node:
 
     # -- ctx API -------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
-        """Save tensors (or None) for backward; versions are checked when unpacked."""
+        """Save the given tensors for a future call to backward.
+
+        Call it at most once, in ``forward`` (or ``setup_context``), and only with tensors
+        (inputs, outputs or intermediates) or None; backward reads them back through
+        ``ctx.saved_tensors``. Saving the tensors (rather than storing them on ctx) lets
+        autograd free them after backward unless ``retain_graph=True``, and check that none
+        was modified in place since (torch's "modified by an inplace operation" error).
+
+        Args:
+            *tensors (Tensor or None): the tensors to save.
+        """
         _save(self, tensors)
 
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward, version-checked."""
+        """The tuple of tensors given to ``save_for_backward`` (for ``backward``).
+
+        Raises RuntimeError if they were freed by a backward without retain_graph=True, or
+        if one of them was modified in place after it was saved."""
         return self._unpack_saved()
 
     cdef tuple _unpack_saved(self):
@@ -950,13 +962,21 @@ cdef class Node:
 
     @property
     def needs_input_grad(self):
-        """One bool per forward argument: does that argument require grad."""
+        """A tuple of bools, one per argument of ``forward``: whether the gradient of that
+        argument is needed (backward may skip computing the others and return None)."""
         if self._needs is None:
             self._needs = _compute_needs(self)
         return self._needs
 
     def mark_non_differentiable(self, *outputs):
-        """Mark outputs that get no grad_fn and requires_grad=False."""
+        """Mark outputs of ``forward`` as not differentiable (for example indices).
+
+        Call it at most once, in ``forward``, with output tensors; they get
+        ``requires_grad=False`` and backward receives a zero gradient for each of them.
+
+        Args:
+            *outputs (Tensor): outputs of forward.
+        """
         _touch(self)
         x = self._extra()
         if x.non_diff is None:
@@ -964,11 +984,26 @@ cdef class Node:
         x.non_diff.extend(outputs)
 
     def set_materialize_grads(self, bint value):
-        """If False, gradients of unused outputs arrive as None instead of zeros."""
+        """Set whether to materialize gradients of the outputs (default True).
+
+        With True, the gradient of an output that got none arrives in ``backward`` as a zero
+        tensor of the output's shape; with False it arrives as None.
+
+        Args:
+            value (bool): whether to materialize output grad tensors.
+        """
         self._materialize = value
 
     def mark_dirty(self, *tensors):
-        """Declare inputs that forward modified in place (they must be returned)."""
+        """Mark input tensors as modified in place by ``forward``.
+
+        Call it at most once, in ``forward``, with every input modified in place; each of
+        them must also be returned by forward (autograd then rebases its history on this
+        node and checks that saved versions of it are not used stale).
+
+        Args:
+            *tensors (Tensor): the inputs forward modified in place.
+        """
         _touch(self)
         x = self._extra()
         if x.dirty is None:
@@ -1939,12 +1974,18 @@ cdef inline object _wrap_plain(object o, tuple args):
     return t
 
 
+@cython.auto_pickle(False)
 cdef class FunctionBase:
     """Base of cgrad.autograd.Function: the compiled ``apply``."""
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run forward with grad mode off and record a graph node if any input requires grad."""
+        """Apply the Function: ``MyFunction.apply(*args, **kwargs)``.
+
+        Runs ``forward`` with grad mode off and returns its outputs as Tensors; when grad
+        mode is on and a tensor argument requires grad, the outputs get a ``grad_fn``: the
+        ``ctx`` passed to forward, a node whose ``backward`` autograd calls later. Keyword
+        arguments are bound by forward's signature and passed on positionally."""
         cdef _FnInfo info = _info_of(cls)
         if kwargs or (info.split and _has_defaults(info)):
             args = _bind_args(info, args, kwargs)

@@ -93,5 +93,6 @@ from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),
                        _TENSOR_FIRST, __name__, _api.PYTHON_IN_TORCH["function"])
 _api.install_methods(Tensor)
+_api.adopt_functions(globals(), __name__)
 
 __version__ = "0.1.0"

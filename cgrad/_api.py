@@ -24,6 +24,7 @@ them, and each keyword call torch accepts on the op samples, against torch's sig
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 from cgrad import _C
 
@@ -366,9 +367,11 @@ ARGS = {
     "as_tuple": "(bool) return one 1-D index tensor per dimension instead of a 2-D tensor.",
     "indexing": "(str, optional) 'ij' (matrix indexing) or 'xy' (Cartesian indexing).",
     "memory_format": "accepted for torch compatibility (there is one memory format).",
+    "axis": "(int, optional) NumPy's name for dim.",
+    "out": "(Tensor, optional) the output tensor.",
+    "_stacklevel": "(int) the stack level of torch's implicit-dim warning.",
     "non_blocking": "accepted for torch compatibility (no effect on CPU).",
     "implicit": "accepted for torch compatibility (no effect).",
-    "args": "the sizes or dims, as separate ints or as one sequence.",
     "gradient": "(Tensor, optional) the gradient of the function being differentiated "
                 "with respect to self (needed unless self is a scalar).",
     "retain_graph": "(bool, optional) if False, the graph's saved values are freed after "
@@ -379,7 +382,6 @@ ARGS = {
               "accumulated (default: all the leaves).",
     "mean": "(float) the mean of the normal distribution.",
     "std": "(float) the standard deviation of the normal distribution.",
-    "kwargs": "from and to: the bounds of the range.",
     "sparse_dim": "(int, optional) the number of sparse dimensions.",
     "weight": "(Tensor, optional) the weights.",
     "bias": "(Tensor, optional) the bias.",
@@ -481,6 +483,27 @@ OVERRIDE = {
     ("type", "dtype"): "(cgrad.dtype or str, optional) the desired type (None: return the "
                        "type name).",
     ("to", "args"): "a dtype (positionally or as dtype=), or a device ('cpu').",
+    ("uniform_", "args"): "from, to: the bounds of the range (default 0 and 1; also by "
+                          "keyword).",
+    ("view", "args"): "(ints or tuple of ints) the desired size (also size=), or a dtype.",
+    ("reshape", "args"): "(ints or tuple of ints) the desired shape (also shape=).",
+    ("expand", "args"): "(ints or tuple of ints) the desired expanded size, -1 keeping a "
+                        "dimension (also size=).",
+    ("permute", "args"): "(ints or tuple of ints) the desired ordering of dimensions (also "
+                         "dims=).",
+    ("repeat", "sizes"): "(ints or tuple of ints) the number of times to repeat this tensor "
+                         "along each dimension (also repeats=).",
+    ("flip", "args"): "(ints or tuple of ints) the axes to flip on (also dims=).",
+    ("tile", "args"): "(ints or tuple of ints) the number of repetitions per dimension (also "
+                      "dims=).",
+    ("einsum", "args"): "the equation (a str), then the operands (Tensors, or one list of "
+                        "them); or operands alternating with their subscript lists.",
+    ("atleast_1d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("atleast_2d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("atleast_3d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("block_diag", "tensors"): "(Tensor) one or more tensors with 0, 1, or 2 dimensions.",
+    ("broadcast_tensors", "tensors"): "(Tensor) any number of tensors of the same type.",
+    ("meshgrid", "tensors"): "(Tensor) 0-D or 1-D tensors (or one list of them).",
     ("to", "kwargs"): "dtype: the desired dtype.",
     ("size", "dim"): "(int, optional) the dimension whose size to return.",
     ("fill_", "value"): "(Number or 0-d Tensor) the fill value.",
@@ -528,27 +551,29 @@ def _args_section(name, sig, method):
             "**" if p.kind == p.VAR_KEYWORD else "")
         if text.startswith("("):
             kind, _, rest = text[1:].partition(") ")
-            lines.append(f"    {star}{p.name} ({kind}): {rest}")
+            line = f"{star}{p.name} ({kind}): {rest}"
         else:
-            lines.append(f"    {star}{p.name}: {text}")
+            line = f"{star}{p.name}: {text}"
+        lines.append(textwrap.fill(line, 88, initial_indent="    ",
+                                   subsequent_indent="        "))
     return ("\n\nArgs:\n" + "\n".join(lines)) if lines else ""
 
 
-def make_doc(name, fn, method=False, namespace="cgrad"):
-    """torch's layout: `name(signature) -> Tensor`, a summary, then Args."""
+def make_doc(name, fn, method=False):
+    """torch's layout: `name(signature) -> Tensor`, a summary, then Args (a method that is
+    also a function refers to the function instead)."""
     sig = inspect.signature(fn)
     head = _doc_line(name, sig, method)
     summary = SUMMARY.get(name)
-    if method:
+    if method and summary is None:
         base = name[:-1] if name.endswith("_") else name
-        if summary is None and base in SUMMARY:
-            summary = f"In-place version of :meth:`~Tensor.{base}`."
-        elif summary is None:
-            summary = SUMMARY.get(base, "")
-        if name in _FUNCTION_NAMES:
-            return f"{head}\n\n{summary}\n\nSee :func:`cgrad.{name}`."
+        summary = (f"In-place version of :meth:`~Tensor.{base}`." if base != name
+                   and base in SUMMARY else SUMMARY.get(base))
     if summary is None:
         summary = (inspect.getdoc(fn) or "").split("\n\n")[0]
+    summary = textwrap.fill(summary, 88)
+    if method and name in _FUNCTION_NAMES:
+        return f"{head}\n\n{summary}\n\nSee :func:`cgrad.{name}`."
     return f"{head}\n\n{summary}{_args_section(name, sig, method)}"
 
 
@@ -566,15 +591,24 @@ def _self_signature(fn):
     return sig.replace(parameters=params)
 
 
-def wrap_function(fn, name, module, check=False, aliases=None, qualname=None, method=False):
-    """fn as a documented cgrad._C.TensorFunction (Note [Public callables])."""
+def wrap_function(fn, name, module, check=False, aliases=None, qualname=None, method=False,
+                  like=None):
+    """fn as a documented cgrad._C.TensorFunction (Note [Public callables]); `like`: a
+    function whose signature to show instead of fn's (an in-place method's out-of-place
+    form, when fn only passes its arguments on)."""
     if isinstance(fn, TensorFunction):       # already wrapped: wrap what it wraps
         fn = fn.__wrapped__
     f = _C._tensor_function(fn, name, module, check, aliases, qualname)
-    sig = _self_signature(fn) if method else inspect.signature(fn)
-    f.__signature__ = sig
-    f.__doc__ = make_doc(name, fn, method)
+    shown = like if like is not None else fn
+    f.__signature__ = _self_signature(shown) if method else inspect.signature(shown)
+    f.__doc__ = make_doc(name, shown, method)
     return f
+
+
+def _passes_on(fn):
+    """True if fn's signature is (self, *args, **kwargs)."""
+    kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
+    return kinds[1:] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
 def install_functions(namespace, names, tensor_first, module, python_in_torch=(),
@@ -595,8 +629,21 @@ def install_methods(cls):
         if name.startswith("_") or not inspect.isfunction(fn):
             continue
         aliases = None if name in PYTHON_IN_TORCH["method"] else ALIASES_METHOD
+        like = None
+        if name.endswith("_") and _passes_on(fn) and name[:-1] in vars(cls):
+            like = inspect.unwrap(vars(cls)[name[:-1]])
         setattr(cls, name, wrap_function(fn, name, "cgrad", False, aliases,
-                                         f"{cls.__name__}.{name}", method=True))
+                                         f"{cls.__name__}.{name}", method=True, like=like))
+
+
+def adopt_functions(namespace, module):
+    """Give module as __module__ to the plain Python functions the namespace re-exports under
+    their own name (cgrad.tensor, cgrad.zeros, ...), so that help(module) lists them (pydoc
+    lists a module's own functions) and they pickle as module.name."""
+    for name, value in list(namespace.items()):
+        if (not name.startswith("_") and inspect.isfunction(value)
+                and value.__qualname__ == name and value.__module__.startswith(module + ".")):
+            value.__module__ = module
 
 
 def function_names():

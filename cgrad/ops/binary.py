@@ -413,7 +413,7 @@ def clamp(input, min=None, max=None):
     Where min > max the result is max. The gradient passes where min <= input <= max."""
     lo, hi = _bound(min), _bound(max)
     if lo is None and hi is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("cgrad.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(lo, TensorBase) or isinstance(hi, TensorBase):
         if lo is not None and not isinstance(lo, TensorBase):
             lo = _scalar_tensor(lo)

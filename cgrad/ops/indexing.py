@@ -363,14 +363,14 @@ def take_along_dim(input, indices, dim=None):
     None)."""
     idx = _index_arg(indices, "take_along_dim", 2)
     if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError("torch.take_along_dim(): dtype of indices should be int but got "
+        raise RuntimeError("cgrad.take_along_dim(): dtype of indices should be int but got "
                            f"{idx.dtype}")
     if dim is None:
         return gather(input.reshape(-1), 0, idx.reshape(-1))
     arr = input._data
     d = _dim(dim, arr.ndim)
     if idx.ndim != arr.ndim:
-        raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
+        raise RuntimeError("cgrad.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {arr.ndim} dimensions for input, "
                            f"and {idx.ndim} dimensions for indices")
     a_shape = list(arr.shape)

@@ -282,8 +282,8 @@ def _index_array(it):
     if k == "b":
         return it
     if it.dtype == np.uint8:
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=4)
+        warnings.warn("indexing with dtype cgrad.uint8 is now deprecated, please use a dtype "
+                      "cgrad.bool instead.", UserWarning, stacklevel=4)
         return it.astype(np.bool_)
     if k in "iu":
         return int(it) if it.ndim == 0 else it
@@ -328,7 +328,8 @@ def _sequence_as_tuple(seq):
         if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
             warnings.warn(
                 "Using a non-tuple sequence for multidimensional indexing is deprecated and "
-                "will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq].",
+                "will be changed in cgrad (as in pytorch 2.9); use x[tuple(seq)] instead of "
+                "x[seq].",
                 UserWarning, stacklevel=4)
             return True
     return False
