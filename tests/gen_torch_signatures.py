@@ -255,13 +255,35 @@ def torch_calls(torch, sigs):
     return calls
 
 
+def _dump(data):
+    """JSON with one line per op and per call (readable diffs when torch changes)."""
+    def one(v):
+        return json.dumps(v, sort_keys=True, separators=(", ", ": "))
+    out = ["{", f' "torch": {one(data["torch"])},', ' "signatures": {']
+    forms = sorted(data["signatures"])
+    for i, form in enumerate(forms):
+        out.append(f"  {one(form)}: {{")
+        ops = sorted(data["signatures"][form].items())
+        for j, (name, entry) in enumerate(ops):
+            out.append(f"   {one(name)}: {one(entry)}" + ("," if j < len(ops) - 1 else ""))
+        out.append("  }" + ("," if i < len(forms) - 1 else ""))
+    out.append(" },")
+    out.append(' "calls": [')
+    calls = data["calls"]
+    for k, c in enumerate(calls):
+        out.append(f"  {one(c)}" + ("," if k < len(calls) - 1 else ""))
+    out.append(" ]")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
 def main():
     import torch
     names = names_to_check()
     sigs = torch_signatures(torch, names)
     data = {"torch": torch.__version__.split("+")[0], "signatures": sigs,
             "calls": torch_calls(torch, sigs)}
-    OUT.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
+    OUT.write_text(_dump(data))
     print(f"wrote {OUT}: {sum(len(v) for v in sigs.values())} ops, {len(data['calls'])} calls")
 
 
