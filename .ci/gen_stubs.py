@@ -293,7 +293,9 @@ def _tensor_members():
     for klass in reversed(cgrad.Tensor.__mro__[:-1]):
         members.update(vars(klass))
     for mod in EXTENSION_MODULES:
-        members.update(mod.TENSOR_METHODS)
+        for name, fn in mod.TENSOR_METHODS.items():
+            # the object installed on the class (a wrapper with torch's signature) wins
+            members.setdefault(name, fn)
     return members
 
 

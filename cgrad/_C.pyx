@@ -414,8 +414,7 @@ cdef class TensorBase:
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
                 "indeed want the .grad field to be populated for a non-leaf Tensor, use "
                 ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
-                "mistake, make sure you access the leaf Tensor instead. See "
-                "github.com/pytorch/pytorch/pull/30531 for more information.",
+                "mistake, make sure you access the leaf Tensor instead.",
                 UserWarning)
         return self._grad
 
@@ -890,12 +889,25 @@ cdef class Node:
 
     # -- ctx API -------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
-        """Save tensors (or None) for backward; versions are checked when unpacked."""
+        """Save the given tensors for a future call to backward.
+
+        Call it at most once, in ``forward`` (or ``setup_context``), and only with tensors
+        (inputs, outputs or intermediates) or None; backward reads them back through
+        ``ctx.saved_tensors``. Saving the tensors (rather than storing them on ctx) lets
+        autograd free them after backward unless ``retain_graph=True``, and check that none
+        was modified in place since (torch's "modified by an inplace operation" error).
+
+        Args:
+            *tensors (Tensor or None): the tensors to save.
+        """
         _save(self, tensors)
 
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward, version-checked."""
+        """The tuple of tensors given to ``save_for_backward`` (for ``backward``).
+
+        Raises RuntimeError if they were freed by a backward without retain_graph=True, or
+        if one of them was modified in place after it was saved."""
         return self._unpack_saved()
 
     cdef tuple _unpack_saved(self):
@@ -951,13 +963,21 @@ cdef class Node:
 
     @property
     def needs_input_grad(self):
-        """One bool per forward argument: does that argument require grad."""
+        """A tuple of bools, one per argument of ``forward``: whether the gradient of that
+        argument is needed (backward may skip computing the others and return None)."""
         if self._needs is None:
             self._needs = _compute_needs(self)
         return self._needs
 
     def mark_non_differentiable(self, *outputs):
-        """Mark outputs that get no grad_fn and requires_grad=False."""
+        """Mark outputs of ``forward`` as not differentiable (for example indices).
+
+        Call it at most once, in ``forward``, with output tensors; they get
+        ``requires_grad=False`` and backward receives a zero gradient for each of them.
+
+        Args:
+            *outputs (Tensor): outputs of forward.
+        """
         _touch(self)
         x = self._extra()
         if x.non_diff is None:
@@ -965,11 +985,26 @@ cdef class Node:
         x.non_diff.extend(outputs)
 
     def set_materialize_grads(self, bint value):
-        """If False, gradients of unused outputs arrive as None instead of zeros."""
+        """Set whether to materialize gradients of the outputs (default True).
+
+        With True, the gradient of an output that got none arrives in ``backward`` as a zero
+        tensor of the output's shape; with False it arrives as None.
+
+        Args:
+            value (bool): whether to materialize output grad tensors.
+        """
         self._materialize = value
 
     def mark_dirty(self, *tensors):
-        """Declare inputs that forward modified in place (they must be returned)."""
+        """Mark input tensors as modified in place by ``forward``.
+
+        Call it at most once, in ``forward``, with every input modified in place; each of
+        them must also be returned by forward (autograd then rebases its history on this
+        node and checks that saved versions of it are not used stale).
+
+        Args:
+            *tensors (Tensor): the inputs forward modified in place.
+        """
         _touch(self)
         x = self._extra()
         if x.dirty is None:
@@ -1011,6 +1046,8 @@ cdef class Node:
         fn = self._fn
         if fn is None:
             raise RuntimeError("this node has no backward to call")
+        if self._released and (<_FnInfo>fn).builtin:
+            raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
         return cg_call_prepend(_backward_of(fn), self, grads)
 
 
@@ -1164,6 +1201,7 @@ cdef class _FnInfo:
     cdef object setup
     cdef int has_defaults    # -1: not computed yet (reset with the cached methods)
     cdef object pt_bwd       # Note [Pass-through backward]: that backward, or None
+    cdef bint saves          # Note [Freed saved values]: `_cg_saves` of a built-in op
     cdef int rooted          # 1: a module holds cls (Note [Untracked graphs]); -1: unknown
 
 
@@ -1231,12 +1269,14 @@ cg_apply_type_ready()
 cg_tfn_type_ready()
 
 
-def _tensor_function(fn, str name, str module):
-    """fn behind a C check that its first positional argument is a Tensor, raising torch's
-    TypeError otherwise (see csrc/cg_tfn.h); it pickles as module.name."""
-    f = cg_tfn_new(fn, name, TensorBase)
+def _tensor_function(fn, str name, str module, bint check=True, dict aliases=None,
+                     str qualname=None):
+    """fn called through csrc/cg_tfn.h: with `check`, behind a C check that its first
+    positional argument is a Tensor (torch's TypeError otherwise); with `aliases`, keyword
+    names renamed ({alias: name}). It pickles as module.qualname (default: name)."""
+    f = cg_tfn_new(fn, name, TensorBase, check, aliases)
     f.__module__ = module
-    f.__qualname__ = name
+    f.__qualname__ = name if qualname is None else qualname
     return f
 
 
@@ -1278,6 +1318,7 @@ def _register_function(cls, node_cls, bint split, bint builtin=False):
     info.rooted = -1
     if builtin and cls.__dict__.get("_cg_passthrough", False):
         info.pt_bwd = _backward_of(info)
+    info.saves = builtin and bool(getattr(cls, "_cg_saves", False))
     # kept in the class's own dict (not a global registry), so that a Function class
     # created at run time is freed with its last use, as torch's
     setattr(cls, "_cg_info", info)
@@ -1934,12 +1975,18 @@ cdef inline object _wrap_plain(object o, tuple args):
     return t
 
 
+@cython.auto_pickle(False)
 cdef class FunctionBase:
     """Base of cgrad.autograd.Function: the compiled ``apply``."""
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run forward with grad mode off and record a graph node if any input requires grad."""
+        """Apply the Function: ``MyFunction.apply(*args, **kwargs)``.
+
+        Runs ``forward`` with grad mode off and returns its outputs as Tensors; when grad
+        mode is on and a tensor argument requires grad, the outputs get a ``grad_fn``: the
+        ``ctx`` passed to forward, a node whose ``backward`` autograd calls later. Keyword
+        arguments are bound by forward's signature and passed on positionally."""
         cdef _FnInfo info = _info_of(cls)
         if kwargs or (info.split and _has_defaults(info)):
             args = _bind_args(info, args, kwargs)
@@ -2298,6 +2345,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     fn = node._fn
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
+    if node._released and (<_FnInfo>fn).builtin:
+        raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
     fn = _backward_of(fn)
     res = None
     if (fn is (<_FnInfo>node._fn).pt_bwd and needed == NULL and not _anomaly_on
@@ -2619,10 +2668,24 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
     return <PyObject *>r
 
 
+# Note [Freed saved values]: after a node runs in a backward without retain_graph, torch
+# frees what the node saved, and running the node again raises _SECOND_TIME. A built-in op
+# keeps what torch saves either through save_for_backward (freed here; the node is then
+# `_released`) or, where torch saves a tensor that cgrad keeps as a plain value (the scalar of
+# x * 2, which torch wraps in a tensor; index arrays, masks), in `ctx._aux`: such an op
+# declares `_cg_saves = True` and its `_aux` is dropped here as well. A released built-in
+# node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would read
+# what was freed, as torch's nodes do; a custom Function raises only when its backward reads
+# ctx.saved_tensors (torch's behaviour for custom Functions). Ops that save nothing (add,
+# views, sum, cat, ...) run again as in torch. None of this is on the forward path.
 cdef int _cb_release(void *state, cg_node_t *c) except -1:
     cdef Node node = <Node>c.self
     if node._has_saved:
         _release_saved(node)
+    fn = node._fn
+    if fn is not None and (<_FnInfo>fn).saves:
+        node._aux = None
+        node._released = True
     return 0
 
 

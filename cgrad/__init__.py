@@ -85,8 +85,11 @@ _TENSOR_FIRST = (
     "sgn", "sigmoid", "sign", "sin", "softmax", "split_with_sizes", "sqrt", "square",
     "squeeze", "sum", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tanh",
     "tile", "transpose", "trunc", "unbind", "unflatten", "unsqueeze", "zeros_like")
-for _name in _TENSOR_FIRST:
-    globals()[_name] = _C._tensor_function(globals()[_name], _name, __name__)
-del _name
+from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
+
+_api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),
+                       _TENSOR_FIRST, __name__, _api.PYTHON_IN_TORCH["function"])
+_api.install_methods(Tensor)
+_api.adopt_functions(globals(), __name__)
 
 __version__ = "0.1.0"

@@ -73,7 +73,7 @@ cdef extern from "cg_apply.h":
 
 cdef extern from "cg_tfn.h":
     int cg_tfn_type_ready() except -1
-    object cg_tfn_new(object fn, object name, object tensor_type)
+    object cg_tfn_new(object fn, object name, object tensor_type, int check, object aliases)
 
 
 cdef extern from "cg_untracked.h":

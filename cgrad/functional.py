@@ -7,41 +7,41 @@ from cgrad import ops as _ops
 __all__ = ["exp", "log", "sum", "mean", "reshape", "neg", "add", "sub", "mul", "pow"]
 
 
-def exp(a):
-    return a.exp()
+def exp(input):
+    return input.exp()
 
 
-def log(a):
-    return a.log()
+def log(input):
+    return input.log()
 
 
-def sum(a, dim=None, keepdim=False, dtype=None):
-    return a.sum(dim, keepdim, dtype)
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    return input.sum(dim, keepdim, dtype=dtype)
 
 
-def mean(a, dim=None, keepdim=False, dtype=None):
-    return a.mean(dim, keepdim, dtype)
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    return input.mean(dim, keepdim, dtype=dtype)
 
 
-def reshape(a, shape):
-    return a.reshape(shape)
+def reshape(input, shape):
+    return input.reshape(shape)
 
 
-def neg(a):
-    return -a
+def neg(input):
+    return -input
 
 
-def add(a, b, alpha=1):
-    return a + (b * alpha if alpha != 1 else b)
+def add(input, other, *, alpha=1):
+    return _ops.elementwise.add_alpha(input, other, alpha)
 
 
-def sub(a, b, alpha=1):
-    return a - (b * alpha if alpha != 1 else b)
+def sub(input, other, *, alpha=1):
+    return _ops.elementwise.add_alpha(input, other, alpha, True)
 
 
-def mul(a, b):
-    return a * b
+def mul(input, other):
+    return input * other
 
 
-def pow(a, b):
-    return a ** b
+def pow(input, exponent):
+    return input ** exponent

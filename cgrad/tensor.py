@@ -14,6 +14,7 @@ from cgrad._tensor_str import format_tensor
 from cgrad.ops.shape import index as _index
 from cgrad.ops.shape import reshape as _reshape
 from cgrad.ops import inplace as _inplace
+from cgrad.ops.elementwise import add_alpha as _add_alpha
 
 _IADD = _inplace.ufunc_inplace(np.add)
 _ISUB = _inplace.ufunc_inplace(np.subtract)
@@ -193,7 +194,7 @@ class Tensor(_C.TensorBase):
             return self
         return _ops.ToCopy.apply(self, dtype)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             return _C._type_name(self._data)
         return self.to(dtype)
@@ -251,17 +252,17 @@ class Tensor(_C.TensorBase):
             return NotImplemented
         return _ops.matmul(other, self)
 
-    def add(self, other, alpha=1):
-        return self + (other * alpha if alpha != 1 else other)
+    def add(self, other, *, alpha=1):
+        return self + other if alpha == 1 else _add_alpha(self, other, alpha)
 
-    def sub(self, other, alpha=1):
-        return self - (other * alpha if alpha != 1 else other)
+    def sub(self, other, *, alpha=1):
+        return self - other if alpha == 1 else _add_alpha(self, other, alpha, True)
 
     def mul(self, other):
         return self * other
 
-    def pow(self, other):
-        return self ** other
+    def pow(self, exponent):
+        return self ** exponent
 
     def neg(self):
         return -self
@@ -272,30 +273,31 @@ class Tensor(_C.TensorBase):
     def log(self):
         return _ops.Log.apply(self)
 
-    def sum(self, dim=None, keepdim=False, dtype=None):
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
         cls = _ops.Sum if dim is None else _ops.SumDim
         return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
 
-    def mean(self, dim=None, keepdim=False, dtype=None):
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
         cls = _ops.Mean if dim is None else _ops.MeanDim
         return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
 
     # -- shape -------------------------------------------------------------------------
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+    # torch's reshape/view/expand take the shape as one argument or as several, by position
+    # or (one) by keyword: reshape(2, 3), reshape((2, 3)), reshape(shape=(2, 3))
+    def reshape(self, *args, shape=None):
+        shape = _sizes(args, shape, "reshape", "shape")
         return _reshape(self, shape)
 
-    def view(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+    def view(self, *args, size=None, dtype=None):
+        if dtype is not None and not args and size is None:
+            return _view_dtype(self, np.dtype(dtype))
+        shape = _sizes(args, size, "view", "size")
         if len(shape) == 1 and isinstance(shape[0], np.dtype):
             return _view_dtype(self, shape[0])
         return _ops.View.apply(self, shape)
 
-    def expand(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+    def expand(self, *args, size=None, implicit=False):
+        shape = _sizes(args, size, "expand", "size")
         if tuple(shape) == self._data.shape:
             return self
         return _ops.Expand.apply(self, tuple(shape))
@@ -320,6 +322,10 @@ class Tensor(_C.TensorBase):
         if alpha != 1:
             if _axpy(self, other, alpha):
                 return self
+            if isinstance(other, _C.TensorBase):
+                return _inplace.apply_inplace(
+                    self, lambda a, o: _IADD(a, o * alpha), (other,),
+                    lambda s: _add_alpha(s, other, alpha), False)
             other = other * alpha
         return _inplace.apply_inplace(self, _IADD, (other,), lambda s: s + other, False)
 
@@ -327,6 +333,10 @@ class Tensor(_C.TensorBase):
         if alpha != 1:
             if _axpy(self, other, -alpha):
                 return self
+            if isinstance(other, _C.TensorBase):
+                return _inplace.apply_inplace(
+                    self, lambda a, o: _ISUB(a, o * alpha), (other,),
+                    lambda s: _add_alpha(s, other, alpha, True), False)
             other = other * alpha
         return _inplace.apply_inplace(self, _ISUB, (other,), lambda s: s - other, False)
 
@@ -370,7 +380,8 @@ class Tensor(_C.TensorBase):
         return _inplace.apply_inplace(self, lambda a, v: a.fill(v), (value,),
                                       lambda s: _inplace.Fill.apply(s, value), False)
 
-    def copy_(self, src, non_blocking=False):
+    def copy_(self, other, non_blocking=False):
+        src = other
         if not isinstance(src, _C.TensorBase):
             src = _wrap(np.asarray(src))
         try:
@@ -406,8 +417,9 @@ class Tensor(_C.TensorBase):
     def __itruediv__(self, other):
         return self.div_(other)
 
-    def uniform_(self, a=0.0, b=1.0):
+    def uniform_(self, *args, **kwargs):     # torch: uniform_(from=0, to=1)
         from cgrad._creation import _rng
+        a, b = _uniform_bounds(args, kwargs)
         _inplace.check_leaf(self)
         np.copyto(self._data, _rng().uniform(a, b, size=self._data.shape), casting="unsafe")
         self._bump_version()
@@ -445,6 +457,33 @@ class Tensor(_C.TensorBase):
         return self._cmp(other, np.greater_equal)
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+
+def _sizes(args, given, name, kw):
+    """The shape of reshape/view/expand: several ints, one sequence, or the keyword."""
+    if given is not None:
+        if args:
+            raise TypeError(f"{name}() got multiple values for argument '{kw}'")
+        args = (given,)
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return args
+
+
+def _uniform_bounds(args, kwargs):
+    """(from, to) of Tensor.uniform_(from=0, to=1) (`from` is a Python keyword)."""
+    names = ("from", "to")
+    if len(args) > 2:
+        raise TypeError(f"uniform_() takes from 0 to 2 positional arguments but {len(args)} "
+                        "were given")
+    vals = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise TypeError(f"uniform_() got an unexpected keyword argument '{k}'")
+        if k in vals:
+            raise TypeError(f"uniform_() got multiple values for argument '{k}'")
+        vals[k] = v
+    return vals.get("from", 0.0), vals.get("to", 1.0)
 
 
 def _view_dtype(t, dt):

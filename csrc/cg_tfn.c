@@ -10,7 +10,42 @@ typedef struct {
     PyObject *name;         /* owned: str */
     PyObject *tensor_type;  /* owned */
     PyObject *dict;         /* owned: __dict__ */
+    PyObject *aliases;      /* owned: dict keyword alias -> torch's name, or NULL */
+    int check;              /* the first positional argument must be a Tensor */
 } cg_tfn_t;
+
+/* kwnames with every alias replaced by its torch name (NEW reference), or kwnames itself
+ * (a new reference too) when none is an alias; NULL with an exception set. */
+static PyObject *rename_keywords(PyObject *aliases, PyObject *kwnames)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(kwnames), i;
+    PyObject *out = NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *to = PyDict_GetItemWithError(aliases, PyTuple_GET_ITEM(kwnames, i));
+        if (to == NULL) {
+            if (PyErr_Occurred()) {
+                Py_XDECREF(out);
+                return NULL;
+            }
+            continue;
+        }
+        if (out == NULL) {
+            out = PyTuple_GetSlice(kwnames, 0, n);      /* a copy */
+            if (out == NULL) {
+                return NULL;
+            }
+        }
+        PyObject *old = PyTuple_GET_ITEM(out, i);
+        Py_INCREF(to);
+        PyTuple_SET_ITEM(out, i, to);
+        Py_DECREF(old);
+    }
+    if (out == NULL) {
+        Py_INCREF(kwnames);
+        return kwnames;
+    }
+    return out;
+}
 
 static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames)
@@ -21,14 +56,34 @@ static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t na
         PyErr_SetString(PyExc_RuntimeError, "this cgrad function has been cleared");
         return NULL;
     }
-    if (PyVectorcall_NARGS(nargsf) > 0 &&
+    if (f->check && PyVectorcall_NARGS(nargsf) > 0 &&
         !PyObject_TypeCheck(args[0], (PyTypeObject *)f->tensor_type)) {
         PyErr_Format(PyExc_TypeError,
                      "%U(): argument 'input' (position 1) must be Tensor, not %s", f->name,
                      Py_TYPE(args[0])->tp_name);
         return NULL;
     }
+    if (kwnames != NULL && f->aliases != NULL) {
+        PyObject *names = rename_keywords(f->aliases, kwnames);
+        if (names == NULL) {
+            return NULL;
+        }
+        PyObject *res = PyObject_Vectorcall(f->fn, args, nargsf, names);
+        Py_DECREF(names);
+        return res;
+    }
     return PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+}
+
+static PyObject *tfn_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    /* on a class, a method: bound to an instance, the class's own attribute otherwise */
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
 }
 
 static int tfn_traverse(PyObject *self, visitproc visit, void *arg)
@@ -38,6 +93,7 @@ static int tfn_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(f->name);
     Py_VISIT(f->tensor_type);
     Py_VISIT(f->dict);
+    Py_VISIT(f->aliases);
     return 0;
 }
 
@@ -48,6 +104,7 @@ static int tfn_clear(PyObject *self)
     Py_CLEAR(f->name);
     Py_CLEAR(f->tensor_type);
     Py_CLEAR(f->dict);
+    Py_CLEAR(f->aliases);
     return 0;
 }
 
@@ -105,8 +162,10 @@ static PyTypeObject cg_tfn_type = {
     .tp_call = PyVectorcall_Call,
     .tp_getattro = PyObject_GenericGetAttr,
     .tp_setattro = PyObject_GenericSetAttr,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A cgrad function whose first argument must be a Tensor (as torch's).",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A cgrad function or Tensor method with torch's calling conventions.",
+    .tp_descr_get = tfn_descr_get,
     .tp_traverse = tfn_traverse,
     .tp_clear = tfn_clear,
     .tp_methods = tfn_methods,
@@ -135,9 +194,17 @@ static int copy_attr(PyObject *d, PyObject *fn, const char *attr)
     return r;
 }
 
-PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type)
+PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type, int check,
+                     PyObject *aliases)
 {
     static const char *attrs[] = {"__name__", "__qualname__", "__doc__", "__module__"};
+    if (aliases == Py_None) {
+        aliases = NULL;
+    }
+    if (aliases != NULL && !PyDict_Check(aliases)) {
+        PyErr_SetString(PyExc_TypeError, "aliases must be a dict or None");
+        return NULL;
+    }
     PyObject *d = PyDict_New();
     if (d == NULL) {
         return NULL;
@@ -165,6 +232,9 @@ PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type)
     Py_INCREF(tensor_type);
     f->tensor_type = tensor_type;
     f->dict = d;            /* the reference from PyDict_New */
+    Py_XINCREF(aliases);
+    f->aliases = aliases;
+    f->check = check;
     PyObject_GC_Track((PyObject *)f);
     return (PyObject *)f;
 }

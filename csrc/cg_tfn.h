@@ -6,10 +6,16 @@
  * internal attribute. Wrapping each in Python costs a frame and an argument repack per call;
  * this object does the type check in C and passes the call on with vectorcall.
  *
- * A cg_tfn object holds STRONG references to fn, name, tensor_type and its attribute dict
- * (which carries __wrapped__, __name__, __qualname__, __doc__ and __module__, so inspect and
- * help() see the wrapped function), and takes part in the cycle collector. It is not a
- * descriptor: stored on a class it behaves like a staticmethod.
+ * The same object renames NumPy-style keywords to torch's names (aliases, below), which is
+ * how cgrad's Python functions accept them without a Python frame per call; cgrad installs
+ * its public functions and Tensor methods as such objects (cgrad/_api.py).
+ *
+ * A cg_tfn object holds STRONG references to fn, name, tensor_type, aliases and its
+ * attribute dict (which carries __wrapped__, __name__, __qualname__, __doc__, __module__ and
+ * __signature__, so inspect and help() see a documented function), and takes part in the
+ * cycle collector. It is a method descriptor (as a Python function is): stored on a class it
+ * binds to instances, and CPython calls it without making a bound method
+ * (Py_TPFLAGS_METHOD_DESCRIPTOR).
  */
 #ifndef CGRAD_CG_TFN_H
 #define CGRAD_CG_TFN_H
@@ -19,10 +25,14 @@
 /* Ready the type once (module init). Returns 0, or -1 with an exception set. */
 int cg_tfn_type_ready(void);
 
-/* A new checked callable (NEW reference), or NULL with an exception set. fn, name (a str:
- * the name in messages) and tensor_type (the Tensor base type) are BORROWED. A positional
- * first argument that is not an instance of tensor_type raises TypeError; a call with no
- * positional argument is passed on unchanged. */
-PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type);
+/* A new callable (NEW reference), or NULL with an exception set. fn, name (a str: the name
+ * in messages), tensor_type (the Tensor base type) and aliases are BORROWED. With `check`, a
+ * positional first argument that is not an instance of tensor_type raises TypeError (a call
+ * with no positional argument is passed on unchanged). `aliases` (a dict, or NULL) maps
+ * keyword names to the names fn takes: NumPy's names that torch's C-bound ops accept
+ * (axis -> dim, keepdims -> keepdim, x -> input, x2 -> other); calls without keywords do not
+ * look at it. */
+PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type, int check,
+                     PyObject *aliases);
 
 #endif /* CGRAD_CG_TFN_H */

@@ -73,7 +73,7 @@ def softmax_stacklevel_of_a_wrapper():
     my_softmax(cgrad.ones(2, 3))  # warns
 
 
-@case(r"indexing with dtype torch\.uint8 is now deprecated")
+@case(r"indexing with dtype cgrad\.uint8 is now deprecated")
 def uint8_index():
     cgrad.arange(3.0)[cgrad.tensor([1, 0, 1], dtype=cgrad.uint8)]  # warns
 
@@ -89,7 +89,7 @@ def out_resized():
     cgrad.cat([cgrad.ones(2), cgrad.ones(2)], out=out)  # warns
 
 
-@case(r"torch\.meshgrid: in an upcoming release, it will be required to pass the indexing")
+@case(r"cgrad\.meshgrid: in an upcoming release, it will be required to pass the indexing")
 def meshgrid_without_indexing():
     cgrad.meshgrid(cgrad.ones(2), cgrad.ones(3))  # warns
 
@@ -285,7 +285,7 @@ def gradcheck_undefined_grad():
     cgrad.autograd.gradcheck(Strict.apply, (x,), check_undefined_grad=True, raise_exception=False)  # warns  # noqa: E501
 
 
-@case(r"`get_numerical_jacobian` was part of PyTorch's private API")
+@case(r"`get_numerical_jacobian` was part of cgrad's private API")
 def gradcheck_private_api():
     x = cgrad.ones(2, dtype=cgrad.float64, requires_grad=True)
     from cgrad.autograd.gradcheck import get_numerical_jacobian

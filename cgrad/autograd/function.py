@@ -73,28 +73,60 @@ class Function(_C.FunctionBase):
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Please use "
             "new-style autograd function with static forward method. (Example: "
-            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+            "help(cgrad.autograd.Function))")
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Define the forward of the custom autograd Function (override it).
+
+        Either ``forward(ctx, *args, **kwargs)``, with the context first, or
+        ``forward(*args, **kwargs)`` together with :meth:`setup_context`. It can take any
+        Python objects, runs with grad mode off, and returns a Tensor, an ndarray or a tuple
+        of them. Tensors needed by backward are saved with ``ctx.save_for_backward``; other
+        objects can be stored as attributes of ctx (``ctx.dim = dim``)."""
         raise NotImplementedError(
             "You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """Fill ctx after a ``forward(*args)`` that takes no ctx (override it to use that
+        form).
+
+        Args:
+            ctx: the context (the node), as received by backward.
+            inputs (tuple): the arguments forward was called with.
+            output: what forward returned."""
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """Define the gradient formula for reverse-mode differentiation (override it).
+
+        Receives ctx, then one gradient per output of forward (w.r.t. that output), and
+        returns one gradient per argument of forward (w.r.t. that argument): a Tensor, or
+        None for an argument that is not a tensor or needs no gradient
+        (``ctx.needs_input_grad``). It runs with grad mode equal to ``create_graph``, so a
+        backward written with cgrad ops can itself be differentiated."""
         raise NotImplementedError(_NO_BACKWARD)
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
+        """Define the formula for forward-mode differentiation (not supported by cgrad's
+        engine: forward-mode AD is not implemented)."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with "
             "forward mode AD.")
 
     vjp = backward
+
+    # The context API, as torch's Function shows it (it inherits FunctionCtx): these are the
+    # methods of the ctx (a cgrad._C.Node) that forward, setup_context and backward receive.
+    save_for_backward = _C.Node.save_for_backward
+    saved_tensors = _C.Node.saved_tensors
+    needs_input_grad = _C.Node.needs_input_grad
+    mark_dirty = _C.Node.mark_dirty
+    mark_non_differentiable = _C.Node.mark_non_differentiable
+    set_materialize_grads = _C.Node.set_materialize_grads
 
 
 class _DelayedError(Function):

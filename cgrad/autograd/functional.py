@@ -346,7 +346,7 @@ def _jacfwd(func, inputs, strict=False, vectorize=False):
     create_graph, then one backward per input element)."""
     if strict:
         raise RuntimeError(
-            "torch.autograd.functional.jacobian: `strict=True` "
+            "cgrad.autograd.functional.jacobian: `strict=True` "
             'and `strategy="forward-mode"` are not supported together (yet). '
             "Please either set `strict=False` or "
             '`strategy="reverse-mode"`.')
@@ -403,7 +403,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError(
-                "torch.autograd.functional.jacobian: `create_graph=True` "
+                "cgrad.autograd.functional.jacobian: `create_graph=True` "
                 'and `strategy="forward-mode"` are not supported together (yet). '
                 "Please either set `create_graph=False` or "
                 '`strategy="reverse-mode"`.')
@@ -418,7 +418,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         _check_requires_grad(outputs, "outputs", strict=strict)
         if vectorize and strict:
             raise RuntimeError(
-                "torch.autograd.functional.jacobian: `strict=True` "
+                "cgrad.autograd.functional.jacobian: `strict=True` "
                 "and `vectorized=True` are not supported together. "
                 "Please either set `strict=False` or "
                 "`vectorize=False`.")

@@ -385,8 +385,8 @@ def _slow_mode_error(func, inputs, func_out, output, diff, input_idx, output_pos
     slow_max_diff = np.abs(slow_numerical - slow_analytical).max()
     slow_allclose = _allclose(slow_analytical, slow_numerical, rtol, atol)
     msg = ("\nThe above quantities relating the numerical and analytical jacobians are "
-           "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for "
-           "more background \nabout fast mode. Below, we recompute numerical and analytical "
+           "computed \nin fast mode (random projections of the jacobians, as torch's fast "
+           "mode). \nBelow, we recompute numerical and analytical "
            "jacobians in slow mode:\n\n"
            f"Numerical:\n {_wrap(slow_numerical)}\n"
            f"Analytical:\n{_wrap(slow_analytical)}\n\n"
@@ -653,10 +653,10 @@ def _deprecated(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         _warn(
-            f"`{fn.__name__}` was part of PyTorch's private API and not meant to be exposed. "
-            "We are deprecating it and it will be removed in a future version of PyTorch. "
+            f"`{fn.__name__}` was part of cgrad's private API and not meant to be exposed. "
+            "We are deprecating it and it will be removed in a future version of cgrad. "
             "If you have a specific use for this or feature request for this to be a stable "
-            "API, please file us an issue at https://github.com/pytorch/pytorch/issues/new",
+            "API, please file us an issue.",
             FutureWarning)
         return fn(*args, **kwargs)
     return wrapper

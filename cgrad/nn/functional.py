@@ -523,6 +523,7 @@ def _nll_coef(p, dtype):
 class _NllLoss(Function):
     """nll_loss(x, t): -w[t_i] * x[i, t_i], reduced.  d/dx = scatter of -w[t_i] * g_i."""
     _node_name = "NllLossBackward0"
+    _cg_saves = True      # torch saves target and total_weight (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, input, prep):
@@ -557,6 +558,7 @@ class _NllLossGrad(Function):
     """The gradient of nll_loss: zeros with -w[t_i] * s_i at (i, t_i). It is linear in g;
     its own gradient is nll_loss of the incoming gradient (the adjoint)."""
     _node_name = "NllLossBackwardBackward0"
+    _cg_saves = True      # torch saves target and total_weight (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, prep):
@@ -1153,6 +1155,7 @@ class _Embedding(Function):
     With ``adjoint`` it is the gradient of _EmbeddingDenseBackward: the gather with the
     padding positions zeroed and the frequency scaling applied."""
     _node_name = "EmbeddingBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, weight, idx, padding_idx, scale, adjoint):
@@ -1180,6 +1183,7 @@ def _counts(idx, V):
 class _EmbeddingDenseBackward(Function):
     """Scatter-add the rows of g into zeros(V, D) at idx; the padding row stays zero."""
     _node_name = "EmbeddingDenseBackwardBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, idx, V, padding_idx, scale):
@@ -1429,6 +1433,7 @@ class _IndexPad(Function):
     """reflect/replicate/circular padding as a gather along each padded dim.
     d/da = the matching scatter-add of g (_IndexPadBackward)."""
     _node_name = "ReflectionPad1DBackward0"
+    _cg_saves = True      # torch saves self (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, spec):
@@ -1448,6 +1453,7 @@ class _IndexPad(Function):
 class _IndexPadBackward(Function):
     """Scatter-add g back through the gathers of _IndexPad; its gradient is that gather."""
     _node_name = "ReflectionPad1DBackwardBackward0"
+    _cg_saves = True      # torch saves self (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, spec, shape):
@@ -1623,6 +1629,7 @@ __all__ += ["batch_norm", "bilinear"]
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("dropout", "elu", "gelu", "leaky_relu", "linear", "one_hot", "relu", "relu_",
                  "selu", "silu", "softplus")
-for _name in _TENSOR_FIRST:
-    globals()[_name] = _C._tensor_function(globals()[_name], _name, __name__)
-del _name
+from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
+
+_api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,
+                       c_in_torch=_api.C_IN_TORCH_NN)

@@ -18,6 +18,7 @@ import numpy as np
 from cgrad import _dtype
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops.elementwise import add_alpha as _add_alpha
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
@@ -219,9 +220,9 @@ def where(condition, input=None, other=None):
     return Where.apply(condition, _to_tensor(input), _to_tensor(other))
 
 
-def _where_method(self, condition, y):
-    """Tensor.where(condition, y) == where(condition, self, y)."""
-    return where(condition, self, y)
+def _where_method(self, condition, other):
+    """Tensor.where(condition, other) == where(condition, self, other)."""
+    return where(condition, self, other)
 
 
 # ----------------------------------------------------------------------------------------
@@ -412,7 +413,7 @@ def clamp(input, min=None, max=None):
     Where min > max the result is max. The gradient passes where min <= input <= max."""
     lo, hi = _bound(min), _bound(max)
     if lo is None and hi is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("cgrad.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(lo, TensorBase) or isinstance(hi, TensorBase):
         if lo is not None and not isinstance(lo, TensorBase):
             lo = _scalar_tensor(lo)
@@ -554,8 +555,8 @@ class Remainder(Function):
     @classmethod
     def _forward(cls, ctx, a, b):
         x, y = a._data, b._data
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
+        if ctx is not None and ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)     # as torch: only for the divisor's gradient
         return _binary_compute(cls._op, x, y)
 
     @staticmethod
@@ -564,10 +565,10 @@ class Remainder(Function):
 
     @classmethod
     def _backward(cls, ctx, g):
-        a, b = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
         gb = None
         if nb:
+            a, b = ctx.saved_tensors
             x, y = a._data, b._data
             dt = result_type(x, y)
             q = _as_result(cls._round(_cast(x, dt), _cast(y, dt), dt), dt)
@@ -709,7 +710,7 @@ def multiply(input, other):
 
 def subtract(input, other, *, alpha=1):
     """input - alpha * other."""
-    return input - (other * alpha if alpha != 1 else other)
+    return _add_alpha(input, other, alpha, True)
 
 
 def _floordiv(self, other):

@@ -177,6 +177,7 @@ class Mul(Function):
 class MulScalar(Function):
     """a * s.  d/da = g * s."""
     _node_name = "MulBackward0"
+    _cg_saves = True      # torch saves the scalar, wrapped (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, s):
@@ -215,6 +216,7 @@ class Div(Function):
 class DivScalar(Function):
     """a / s.  d/da = g / s."""
     _node_name = "DivBackward0"
+    _cg_saves = True      # torch saves the scalar, wrapped (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, s):
@@ -246,6 +248,51 @@ class RDivScalar(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return -g * ctx._aux / (a * a), None
+
+
+class AddAlpha(Function):
+    """a + alpha * b for a tensor b (torch's add with alpha: one node, which saves nothing).
+    d/da = g, d/db = alpha * g."""
+    _node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, alpha):
+        if ctx is not None:
+            ctx._aux = alpha
+        x, y = a._data, MulScalar.forward(None, b, alpha)
+        out = x + y
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (g * ctx._aux if ctx.needs_input_grad[1] else None), None
+
+
+class SubAlpha(Function):
+    """a - alpha * b for a tensor b (torch's sub with alpha).  d/da = g, d/db = -alpha * g."""
+    _node_name = "SubBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, alpha):
+        if ctx is not None:
+            ctx._aux = alpha
+        x, y = a._data, MulScalar.forward(None, b, alpha)
+        out = x - y
+        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (g * -ctx._aux if ctx.needs_input_grad[1] else None), None
+
+
+def add_alpha(input, other, alpha, subtract=False):
+    """input + alpha * other (input - alpha * other when subtract), recorded as torch records
+    add/sub with alpha: one AddBackward0/SubBackward0 node that saves nothing."""
+    if alpha == 1:
+        return input - other if subtract else input + other
+    if isinstance(input, TensorBase) and isinstance(other, TensorBase):
+        return (SubAlpha if subtract else AddAlpha).apply(input, other, alpha)
+    return input - other * alpha if subtract else input + other * alpha
 
 
 class Neg(Function):

@@ -135,6 +135,7 @@ class IndexSelect(Function):
     """index_select(a, dim, idx) for a 1-D non-negative idx (0-d a is viewed as 1-D).
     d/da = index_add of g into zeros."""
     _node_name = "IndexSelectBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, dim, idx, out_shape=None):
@@ -154,6 +155,7 @@ class IndexSelect(Function):
 class _IndexAddZeros(Function):
     """zeros(shape) with g's slices along dim added at idx.  d/dg = index_select(gg)."""
     _node_name = "IndexAddBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, shape, dim, idx):
@@ -199,7 +201,9 @@ class IndexAdd(Function):
     def forward(ctx, a, dim, idx, src, alpha):
         arr, s = a._data, src._data
         if ctx is not None:
-            ctx._aux = (dim, idx, s.shape, alpha)
+            ctx._aux = (dim, s.shape, alpha)
+            if ctx.needs_input_grad[3]:     # as torch: the index only for src's gradient
+                ctx.save_for_backward(_wrap(idx))
         out = np.array(arr, copy=True, order="C").reshape(arr.shape if arr.ndim else (1,))
         if alpha != 1:
             s = s * alpha
@@ -209,10 +213,11 @@ class IndexAdd(Function):
 
     @staticmethod
     def backward(ctx, g):
-        dim, idx, sshape, alpha = ctx._aux
+        dim, sshape, alpha = ctx._aux
         ga, _, _, gs, _ = ctx.needs_input_grad
         gsrc = None
         if gs:
+            idx = ctx.saved_tensors[0]._data
             gsrc = IndexSelect.apply(g, dim, idx, sshape)
             if tuple(gsrc.shape) != tuple(sshape):
                 gsrc = gsrc.reshape(sshape)
@@ -269,6 +274,7 @@ def _as_1d(arr):
 class Gather(Function):
     """gather(a, dim, idx): out[i][j] = a[i][idx[i][j]] (dim 1).  d/da = scatter_add of g."""
     _node_name = "GatherBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, dim, idx):
@@ -291,6 +297,7 @@ class _ScatterAddZeros(Function):
     """zeros(shape) with g scatter-added at idx along dim (gather's gradient).
     d/dg = gather(gg, dim, idx)."""
     _node_name = "ScatterAddBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, shape, dim, idx):
@@ -356,14 +363,14 @@ def take_along_dim(input, indices, dim=None):
     None)."""
     idx = _index_arg(indices, "take_along_dim", 2)
     if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError("torch.take_along_dim(): dtype of indices should be int but got "
+        raise RuntimeError("cgrad.take_along_dim(): dtype of indices should be int but got "
                            f"{idx.dtype}")
     if dim is None:
         return gather(input.reshape(-1), 0, idx.reshape(-1))
     arr = input._data
     d = _dim(dim, arr.ndim)
     if idx.ndim != arr.ndim:
-        raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
+        raise RuntimeError("cgrad.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {arr.ndim} dimensions for input, "
                            f"and {idx.ndim} dimensions for indices")
     a_shape = list(arr.shape)
@@ -383,6 +390,7 @@ class Scatter(Function):
     """scatter(a, dim, idx, src): a copy of a with src written at idx.
     d/da = g with zeros at idx; d/dsrc = gather(g, dim, idx) (zero-padded to src's shape)."""
     _node_name = "ScatterBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, dim, idx, src):
@@ -411,6 +419,7 @@ class ScatterValue(Function):
     """scatter(a, dim, idx, value): a copy of a with a number written at idx.
     d/da = g with zeros at idx."""
     _node_name = "ScatterBackward1"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, dim, idx, value):
@@ -490,7 +499,9 @@ class ScatterAdd(Function):
     def forward(ctx, a, dim, idx, src):
         arr, s = a._data, src._data
         if ctx is not None:
-            ctx._aux = (dim, idx, s.shape)
+            ctx._aux = (dim, s.shape)
+            if ctx.needs_input_grad[3]:     # as torch: the index only for src's gradient
+                ctx.save_for_backward(_wrap(idx))
         out = np.array(arr, copy=True, order="C")
         if arr.ndim == 0:
             np.add.at(out.reshape(1), idx.reshape(-1), s.reshape(-1)[:idx.size])
@@ -501,9 +512,12 @@ class ScatterAdd(Function):
 
     @staticmethod
     def backward(ctx, g):
-        dim, idx, sshape = ctx._aux
+        dim, sshape = ctx._aux
         ga, _, _, gs = ctx.needs_input_grad
-        gsrc = _pad_to(Gather.apply(g, dim, idx), sshape) if gs else None
+        gsrc = None
+        if gs:
+            idx = ctx.saved_tensors[0]._data
+            gsrc = _pad_to(Gather.apply(g, dim, idx), sshape)
         return (g if ga else None), None, None, gsrc
 
 
@@ -532,6 +546,7 @@ class MaskedFill(Function):
     """masked_fill(a, mask, value) for a number value: a (broadcast with mask) with value
     where mask.  d/da = g with zeros where mask (summed to a's shape by the engine)."""
     _node_name = "MaskedFillBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -552,6 +567,7 @@ class MaskedFillTensor(Function):
     """masked_fill(a, mask, value) for a 0-d tensor value.  d/da = g with zeros where mask,
     d/dvalue = sum of g where mask."""
     _node_name = "MaskedFillBackward1"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, mask, value):
@@ -590,6 +606,7 @@ class MaskedSelect(Function):
     """masked_select(a, mask): the elements of a (broadcast with mask) where mask, as 1-D.
     d/da = zeros with g put where mask (summed to a's shape by the engine)."""
     _node_name = "MaskedSelectBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, mask):
@@ -608,6 +625,7 @@ class MaskedSelect(Function):
 class _MaskedScatterZeros(Function):
     """zeros(mask.shape) with g's elements put where mask.  d/dg = masked_select(gg, mask)."""
     _node_name = "MaskedScatterBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, mask):
@@ -635,6 +653,7 @@ def masked_select(input, mask):
 class Take(Function):
     """take(a, idx): a.flatten()[idx], shaped as idx.  d/da = put of g (accumulating)."""
     _node_name = "TakeBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, idx):
@@ -652,6 +671,7 @@ class Take(Function):
 class _PutZeros(Function):
     """zeros(shape) with g added at the flat positions idx.  d/dg = take(gg, idx)."""
     _node_name = "PutBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, shape, idx):

@@ -307,6 +307,7 @@ def _is_basic(idx):
 class _ZeroAt(Function):
     """g with g[idx] = 0 (the gradient of index_put w.r.t. self); self-adjoint."""
     _node_name = "IndexPutBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, idx):
@@ -326,6 +327,7 @@ class IndexPut(Function):
 
     d/dself = g with zeros at idx; d/dvalue = g[idx] (summed to value's shape)."""
     _node_name = "IndexPutBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, idx, value):
@@ -366,6 +368,7 @@ class CopySlices(IndexPut):
 class CopySlicesFlat(Function):
     """base with base.flat[idx] = vals (Note [In-place on a view])."""
     _node_name = "CopySlices"
+    _cg_saves = True      # torch frees CopySlices' fn (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, base, idx, vals):

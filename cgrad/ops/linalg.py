@@ -434,8 +434,9 @@ def _plan(s1, st1, rg1, d1, s2, st2, rg2, d2):
     return MatMul
 
 
-def matmul(a, b):
+def matmul(input, other):
     """torch.matmul: dot, mv, mm, or broadcast batched product (one node, torch's name)."""
+    a, b = input, other
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         _tensor_arg(a, "matmul", "input", 1)
         _tensor_arg(b, "matmul", "other", 2)

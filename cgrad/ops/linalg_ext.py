@@ -101,7 +101,12 @@ def transpose(input, dim0, dim1):
     return Transpose.apply(input, dim0, dim1)
 
 
-swapdims = swapaxes = transpose
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """transpose with NumPy's name (and torch's argument names for it)."""
+    return Transpose.apply(input, axis0, axis1)
 
 
 def permute(input, dims):
@@ -111,8 +116,13 @@ def permute(input, dims):
     return Permute.apply(input, tuple(dims))
 
 
-def _permute_method(self, *dims):
-    return Permute.apply(self, permute_dims(dims))
+def _permute_method(self, *args, dims=None):
+    """x.permute(1, 0), x.permute((1, 0)) or x.permute(dims=(1, 0))."""
+    if dims is not None:
+        if args:
+            raise TypeError("permute() got multiple values for argument 'dims'")
+        args = (dims,)
+    return Permute.apply(self, permute_dims(args))
 
 
 def _no_complex(x, what):
@@ -413,18 +423,22 @@ class Einsum(Function):
         if to_long:
             arrays = [x.astype(np.int64) for x in arrays]
         if ctx is not None:
-            ctx.save_for_backward(*ops)
-            ctx._aux = spec
+            # as torch: an operand is kept only for the gradient of another operand
+            needs = ctx.needs_input_grad[1:]
+            keep = [o if True in needs[:k] + needs[k + 1:] else None for k, o in enumerate(ops)]
+            if builtins.any(o is not None for o in keep):
+                ctx.save_for_backward(*keep)
+            ctx._aux = (spec, tuple([o._data.shape for o in ops]))
         return _einsum_np(subs, out, arrays)
 
     @staticmethod
     def backward(ctx, g):
-        ops = ctx.saved_tensors
-        subs, out, _ = ctx._aux
+        (subs, out, _), shapes = ctx._aux
         needs = ctx.needs_input_grad
+        ops = ctx.saved_tensors or (None,) * len(subs)
         grads = [None]
         for k in range(len(subs)):
-            grads.append(_einsum_grad(g, ops, subs, out, k) if needs[k + 1] else None)
+            grads.append(_einsum_grad(g, ops, shapes, subs, out, k) if needs[k + 1] else None)
         return tuple(grads)
 
 
@@ -443,7 +457,7 @@ class EinsumPermute(Einsum):
     _node_name = "PermuteBackward0"
 
 
-def _einsum_grad(g, ops, subs, out, k):
+def _einsum_grad(g, ops, shapes, subs, out, k):
     sub = subs[k]
     uniq = "".join(dict.fromkeys(sub))
     others = [j for j in range(len(subs)) if j != k]
@@ -451,7 +465,7 @@ def _einsum_grad(g, ops, subs, out, k):
     present = "".join(c for c in uniq if c in avail)
     gk = Einsum.apply(((out,) + tuple(subs[j] for j in others), present, False),
                       g, *(ops[j] for j in others))
-    shape = ops[k]._data.shape
+    shape = shapes[k]
     gshape = gk._data.shape
     full = tuple(gshape[present.index(c)] if c in present else 1 for c in uniq)
     if len(present) != len(uniq):

@@ -197,6 +197,7 @@ class _ScatterAlong(Function):
     """zeros(shape) with g put at idx along axis (one index per slice).
     d/dg = take_along_axis(gg, idx)."""
     _node_name = "ScatterBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, idx, axis, shape):
@@ -215,6 +216,7 @@ class _ScatterAlong(Function):
 class _GatherAlong(Function):
     """take_along_axis(a, idx, axis).  d/da = scatter of g into zeros at idx."""
     _node_name = "GatherBackward0"
+    _cg_saves = True      # torch saves the index (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, idx, axis):
@@ -400,6 +402,7 @@ class MinAll(_EvenReduce):
 
 class _SelectDim(Function):
     """max/min along one dim: (values, indices); the gradient goes to the selected index."""
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
     _arg = None
     _name = ""
 

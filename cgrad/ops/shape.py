@@ -282,8 +282,8 @@ def _index_array(it):
     if k == "b":
         return it
     if it.dtype == np.uint8:
-        _warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-              "torch.bool instead.", UserWarning)
+        _warn("indexing with dtype cgrad.uint8 is now deprecated, please use a dtype "
+                      "cgrad.bool instead.", UserWarning)
         return it.astype(np.bool_)
     if k in "iu":
         return int(it) if it.ndim == 0 else it
@@ -328,7 +328,8 @@ def _sequence_as_tuple(seq):
         if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
             _warn(
                 "Using a non-tuple sequence for multidimensional indexing is deprecated and "
-                "will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq].",
+                "will be changed in cgrad (as in pytorch 2.9); use x[tuple(seq)] instead of "
+                "x[seq].",
                 UserWarning)
             return True
     return False
@@ -444,6 +445,7 @@ class Index(Function):
     """a[idx] with torch's semantics (see _TorchIndex; a plain NumPy index also works).
     d/da = zeros with g added at idx (repeated indices add up)."""
     _node_name = "IndexBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, idx):
@@ -465,6 +467,7 @@ class IndexBackward(Function):
     """Scatter-add g into zeros(shape) at idx (torch's index_put with accumulate=True).
     d/dg = grad[idx]."""
     _node_name = "IndexPutImplBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, g, shape, idx, fwd=None):
@@ -488,10 +491,12 @@ class IndexBackward(Function):
 
 class _SelectBackward(IndexBackward):
     _node_name = "SelectBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
 
 
 class _SliceBackward(IndexBackward):
     _node_name = "SliceBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
 
 
 Index._bwd = IndexBackward
@@ -499,20 +504,24 @@ Index._bwd = IndexBackward
 
 class SelectIndex(Index):
     _node_name = "SelectBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
     _bwd = _SelectBackward
 
 
 class SliceIndex(Index):
     _node_name = "SliceBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
     _bwd = _SliceBackward
 
 
 class UnsqueezeIndex(Index):
     _node_name = "UnsqueezeBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
 
 
 class AliasIndex(Index):
     _node_name = "AliasBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
 
 
 def _is_basic(idx):
@@ -552,6 +561,7 @@ def index(a, idx):
 class MaskedFillConst(Function):
     """a with a constant where mask (an ndarray).  d/da = g with zeros where mask."""
     _node_name = "MaskedFillBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, a, mask, value):

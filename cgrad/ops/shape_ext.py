@@ -255,8 +255,13 @@ def _repeat_args(sizes):
     return tuple(operator.index(s) for s in sizes)
 
 
-def repeat(self, *sizes):
-    """Tensor.repeat: tile the tensor sizes[i] times along dim i (a copy)."""
+def repeat(self, *sizes, repeats=None):
+    """Tensor.repeat: tile the tensor sizes[i] times along dim i (a copy); the sizes may be
+    given as several ints, one sequence, or the keyword repeats."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
     reps = _repeat_args(sizes)
     arr = self._data
     if len(reps) < arr.ndim:
@@ -521,16 +526,16 @@ def meshgrid(*tensors, indexing=None):
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing is None:
-        _warn("torch.meshgrid: in an upcoming release, it will be required to pass "
-              "the indexing argument.", UserWarning)
+        _warn("cgrad.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
+        raise RuntimeError('cgrad.meshgrid: indexing must be one of "xy" or "ij", but '
                            f"received: {indexing}")
     dt = tensors[0]._data.dtype
     for t in tensors:
         if t._data.ndim > 1:
-            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+            raise RuntimeError("cgrad.meshgrid: Expected 0D or 1D tensor in the tensor list "
                                f"but got: {t}")
         if t._data.dtype != dt:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
@@ -561,7 +566,7 @@ class BlockDiag(Function):
         for i, t in enumerate(tensors):
             a = t._data
             if a.ndim > 2:
-                raise RuntimeError("torch.block_diag: Input tensors must have 2 or fewer "
+                raise RuntimeError("cgrad.block_diag: Input tensors must have 2 or fewer "
                                    f"dimensions. Input {i} has {a.ndim} dimensions")
             arrays.append(a.reshape(1, -1) if a.ndim < 2 else a)
         if not arrays:

@@ -126,6 +126,7 @@ class Sign(Function):
 class Sgn(Sign):
     """sgn(a): sign for real tensors."""
     _node_name = "SgnBackward0"
+    _cg_saves = True      # torch saves self and result (Note [Freed saved values])
 
 
 def _rounding(name, npfn, node):

@@ -3,6 +3,10 @@
 The chainable schedulers update ``group["lr"]`` from its current value with torch's
 recursive formulas (so the sequences equal torch's float for float); ``step(epoch)`` uses the
 closed forms, with torch's deprecation warning.
+
+Call ``optimizer.step()`` before ``scheduler.step()`` in each epoch (the order since PyTorch
+1.1.0): the first ``scheduler.step()`` warns when the optimizer has not stepped yet, or when
+``optimizer.step`` was replaced after the scheduler was made (the scheduler then cannot tell).
 """
 from __future__ import annotations
 
@@ -28,8 +32,7 @@ EPOCH_DEPRECATION_WARNING = (
     "deprecated where possible. Please use `scheduler.step()` to step the "
     "scheduler. During the deprecation, if epoch is different from None, the "
     "closed form is used instead of the new chainable form, where available. "
-    "Please open an issue if you are unable to replicate your use case: "
-    "https://github.com/pytorch/pytorch/issues/new/choose."
+    "Please open an issue if you are unable to replicate your use case."
 )
 
 
@@ -169,17 +172,16 @@ class LRScheduler:
                 _warn(
                     "Seems like `optimizer.step()` has been overridden after learning rate "
                     "scheduler initialization. Please, make sure to call `optimizer.step()` "
-                    "before `lr_scheduler.step()`. See more details at "
-                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    "before `lr_scheduler.step()`. See more details in "
+                    "help(cgrad.optim.lr_scheduler).",
                     UserWarning)
             elif not getattr(self.optimizer, "_opt_called", False):
                 _warn(
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
-                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
-                    "will result in PyTorch skipping the first value of the learning rate "
-                    "schedule. See more details at "
-                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    "In cgrad (as in PyTorch 1.1.0 and later), you should call them in the "
+                    "opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure "
+                    "to do this will result in cgrad skipping the first value of the learning "
+                    "rate schedule. See more details in help(cgrad.optim.lr_scheduler).",
                     UserWarning)
         self._step_count += 1
         if epoch is not None:

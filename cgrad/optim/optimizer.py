@@ -457,8 +457,7 @@ class Optimizer:
         if len(tensors) != len(set(tensors)):
             _warn(
                 "optimizer contains a parameter group with duplicate parameters; in future, "
-                "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
-                "more information")
+                "this will cause an error (as in torch)")
 
         param_set = set()
         for group in self.param_groups:

@@ -35,7 +35,7 @@ def parameters_to_vector(parameters):
     """One 1-D Tensor with all parameters flattened and concatenated (differentiable)."""
     params = list(parameters)
     if not params:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError("cgrad.cat(): expected a non-empty list of Tensors")
     return _CatFlat.apply(*params)
 
 

@@ -1,0 +1,657 @@
+"""torch's calling conventions and documentation for cgrad's public functions and methods.
+
+Note [Public callables]
+~~~~~~~~~~~~~~~~~~~~~~~
+The functions of the op tables (cgrad/ops/*: FUNCTIONS, cgrad.functional), of
+cgrad.nn.functional and the public methods of cgrad.Tensor are installed as
+``cgrad._C.TensorFunction`` objects (csrc/cg_tfn.h) wrapping the Python function that
+implements them. The wrapper, in C and free when no keyword is given:
+
+* checks that the first positional argument is a Tensor for the functions torch binds in C
+  that refuse anything else (cgrad._TENSOR_FIRST, Note [Tensor functions]);
+* renames the NumPy-style keywords that torch's C-bound ops accept (``axis`` -> ``dim``,
+  ``keepdims`` -> ``keepdim``, ``x``/``a``/``x1`` -> ``input``, ``x2`` -> ``other``, and
+  ``self`` -> ``input`` for the scalar-first overloads of functions); ops that torch writes
+  in Python (``split``, ``norm``, ``einsum``, most of torch.nn.functional) do not take them,
+  as in torch;
+* carries ``__doc__`` (torch's layout: the signature, a summary, Args), ``__signature__``,
+  ``__module__`` and ``__qualname__``; being a method descriptor, it is a routine for
+  ``inspect`` and ``pydoc`` (``help(cgrad)`` lists it under FUNCTIONS).
+
+The implementations take torch's parameter names (tests/test_torch_signatures.py checks
+them, and each keyword call torch accepts on the op samples, against torch's signatures).
+"""
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+from cgrad import _C
+
+ALIASES_FUNCTION = {"x": "input", "a": "input", "x1": "input", "self": "input",
+                    "x2": "other", "axis": "dim", "keepdims": "keepdim"}
+ALIASES_METHOD = {"x2": "other", "axis": "dim", "keepdims": "keepdim"}
+
+# Ops that torch implements in Python, which take no NumPy-style keywords.
+PYTHON_IN_TORCH = {
+    "function": {"atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
+                 "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split"},
+    "method": {"norm", "split", "unflatten"},
+}
+# The torch.nn.functional ops that torch binds in C (the others are Python).
+C_IN_TORCH_NN = {"bilinear", "gelu", "linear", "one_hot", "relu_", "softplus"}
+
+# -- documentation ---------------------------------------------------------------------------
+SUMMARY = {
+    "abs": "Computes the absolute value of each element of input.",
+    "absolute": "Alias for :func:`cgrad.abs`.",
+    "add": "Adds other, scaled by alpha, to input: out = input + alpha * other.",
+    "adjoint": "Returns a view of the tensor conjugated and with the last two dimensions "
+               "transposed.",
+    "all": "Tests whether all elements of input (along dim, when given) evaluate to True.",
+    "allclose": "Whether input and other are elementwise close: |input - other| <= atol + "
+                "rtol * |other|.",
+    "amax": "Returns the maximum value of each slice of input along dim (gradient shared "
+            "evenly between ties).",
+    "amin": "Returns the minimum value of each slice of input along dim (gradient shared "
+            "evenly between ties).",
+    "any": "Tests whether any element of input (along dim, when given) evaluates to True.",
+    "argmax": "Returns the indices of the maximum values of input (flattened, or along dim).",
+    "argmin": "Returns the indices of the minimum values of input (flattened, or along dim).",
+    "argwhere": "Returns a tensor with the indices of all non-zero elements of input, one row "
+                "per element.",
+    "atleast_1d": "Returns a 1-dimensional view of each input tensor with zero dimensions; "
+                  "others are returned as they are.",
+    "atleast_2d": "Returns a 2-dimensional view of each input tensor with fewer dimensions.",
+    "atleast_3d": "Returns a 3-dimensional view of each input tensor with fewer dimensions.",
+    "bitwise_and": "Computes the bitwise AND of input and other (integer or boolean tensors).",
+    "bitwise_not": "Computes the bitwise NOT of input (integer or boolean tensors).",
+    "bitwise_or": "Computes the bitwise OR of input and other (integer or boolean tensors).",
+    "bitwise_xor": "Computes the bitwise XOR of input and other (integer or boolean tensors).",
+    "block_diag": "Creates a block diagonal matrix from the given tensors.",
+    "bmm": "Performs a batch matrix-matrix product of input (b, n, m) and mat2 (b, m, p).",
+    "broadcast_tensors": "Broadcasts the given tensors to a common shape (views).",
+    "cat": "Concatenates the given sequence of tensors along dim.",
+    "ceil": "Returns the smallest integer greater than or equal to each element of input.",
+    "chunk": "Splits input into the given number of chunks along dim (views).",
+    "clamp": "Clamps all elements of input into the range [min, max].",
+    "clamp_max": "Clamps all elements of input to at most max.",
+    "clamp_min": "Clamps all elements of input to at least min.",
+    "clip": "Alias for :func:`cgrad.clamp`.",
+    "clone": "Returns a copy of input (differentiable: the gradient flows back to input).",
+    "column_stack": "Creates a new tensor by horizontally stacking the tensors, 1-D tensors "
+                    "as columns.",
+    "concat": "Alias of :func:`cgrad.cat`.",
+    "concatenate": "Alias of :func:`cgrad.cat`.",
+    "cos": "Computes the cosine of each element of input.",
+    "count_nonzero": "Counts the non-zero values of input (along dim, when given).",
+    "cumprod": "Returns the cumulative product of the elements of input along dim.",
+    "cumsum": "Returns the cumulative sum of the elements of input along dim.",
+    "div": "Divides each element of input by the corresponding element of other, with an "
+           "optional rounding mode.",
+    "divide": "Alias for :func:`cgrad.div`.",
+    "dot": "Computes the dot product of two 1-D tensors.",
+    "dstack": "Stacks tensors in sequence depthwise (along the third dimension).",
+    "einsum": "Sums the product of the elements of the operands along the dimensions given "
+              "in Einstein summation notation.",
+    "elu": "Applies the Exponential Linear Unit: input where input > 0, else alpha * "
+           "(exp(input) - 1).",
+    "eq": "Computes input == other elementwise (a boolean tensor).",
+    "equal": "True if input and other have the same size and elements, False otherwise.",
+    "exp": "Computes the exponential of each element of input.",
+    "exp2": "Computes 2 to the power of each element of input.",
+    "expm1": "Computes exp(input) - 1, accurately for small input.",
+    "fix": "Alias for :func:`cgrad.trunc`.",
+    "flatten": "Flattens input by reshaping the dimensions start_dim to end_dim into one.",
+    "flip": "Reverses the order of the elements of input along the given dims (a copy).",
+    "floor": "Returns the largest integer less than or equal to each element of input.",
+    "floor_divide": "Divides input by other and rounds the quotient down (not "
+                    "differentiable).",
+    "fmod": "Computes the remainder of division, with the sign of the dividend input "
+            "(C's fmod).",
+    "gather": "Gathers values of input along dim at the positions given by index.",
+    "ge": "Computes input >= other elementwise (a boolean tensor).",
+    "gelu": "Applies the Gaussian Error Linear Unit: input * Phi(input), or its tanh "
+            "approximation.",
+    "ger": "Alias of :func:`cgrad.outer`.",
+    "greater": "Alias for :func:`cgrad.gt`.",
+    "greater_equal": "Alias for :func:`cgrad.ge`.",
+    "gt": "Computes input > other elementwise (a boolean tensor).",
+    "hstack": "Stacks tensors in sequence horizontally (column wise).",
+    "index_add": "Adds alpha times the slices of source to input at the positions given by "
+                 "index along dim (out of place).",
+    "index_select": "Returns the slices of input along dim at the positions given by index.",
+    "isclose": "Returns a boolean tensor: whether each element of input is close to the "
+               "corresponding element of other.",
+    "isfinite": "Returns a boolean tensor: whether each element of input is finite.",
+    "isinf": "Returns a boolean tensor: whether each element of input is +/-infinity.",
+    "isnan": "Returns a boolean tensor: whether each element of input is NaN.",
+    "isneginf": "Returns a boolean tensor: whether each element of input is -infinity.",
+    "isposinf": "Returns a boolean tensor: whether each element of input is +infinity.",
+    "le": "Computes input <= other elementwise (a boolean tensor).",
+    "leaky_relu": "Applies max(0, input) + negative_slope * min(0, input) elementwise.",
+    "less": "Alias for :func:`cgrad.lt`.",
+    "less_equal": "Alias for :func:`cgrad.le`.",
+    "log": "Computes the natural logarithm of each element of input.",
+    "log10": "Computes the logarithm to the base 10 of each element of input.",
+    "log1p": "Computes log(1 + input), accurately for small input.",
+    "log2": "Computes the logarithm to the base 2 of each element of input.",
+    "log_softmax": "Applies softmax followed by a logarithm along dim (computed stably).",
+    "logical_and": "Computes the logical AND of input and other (a boolean tensor).",
+    "logical_not": "Computes the logical NOT of input (a boolean tensor).",
+    "logical_or": "Computes the logical OR of input and other (a boolean tensor).",
+    "logical_xor": "Computes the logical XOR of input and other (a boolean tensor).",
+    "logsumexp": "Returns the log of the summed exponentials of input along dim (computed "
+                 "stably).",
+    "lt": "Computes input < other elementwise (a boolean tensor).",
+    "masked_fill": "Returns input with the elements where mask is True replaced by value.",
+    "masked_select": "Returns a 1-D tensor of the elements of input where mask is True.",
+    "matmul": "Matrix product of two tensors: dot, matrix-vector, matrix-matrix or "
+              "broadcast batched product, by their dimensions.",
+    "max": "Returns the maximum of all elements of input; with dim, a namedtuple (values, "
+           "indices) along dim; with another tensor, the elementwise maximum.",
+    "maximum": "Computes the elementwise maximum of input and other.",
+    "mean": "Returns the mean of the elements of input (over dim, when given).",
+    "meshgrid": "Creates grids of coordinates from the 1-D tensors given.",
+    "min": "Returns the minimum of all elements of input; with dim, a namedtuple (values, "
+           "indices) along dim; with another tensor, the elementwise minimum.",
+    "minimum": "Computes the elementwise minimum of input and other.",
+    "mm": "Performs a matrix multiplication of the matrices input and mat2 (input may be "
+          "a sparse COO matrix).",
+    "moveaxis": "Alias for :func:`cgrad.movedim`.",
+    "movedim": "Moves the dimension(s) of input at source to the position(s) in "
+               "destination.",
+    "mul": "Multiplies input by other elementwise.",
+    "multiply": "Alias for :func:`cgrad.mul`.",
+    "mv": "Performs a matrix-vector product of the matrix input and the vector vec.",
+    "nan_to_num": "Replaces NaN, positive infinity and negative infinity in input by the "
+                  "values given (by default 0, and the largest and lowest finite values).",
+    "nanmean": "Returns the mean of the elements of input that are not NaN (over dim, when "
+               "given).",
+    "nansum": "Returns the sum of the elements of input, treating NaN as zero.",
+    "narrow": "Returns a view of input narrowed along dim to length elements from start.",
+    "ne": "Computes input != other elementwise (a boolean tensor).",
+    "neg": "Returns the negative of each element of input.",
+    "negative": "Alias for :func:`cgrad.neg`.",
+    "nonzero": "Returns the indices of the non-zero elements of input.",
+    "norm": "Returns the matrix norm or vector norm of input.",
+    "not_equal": "Alias for :func:`cgrad.ne`.",
+    "outer": "Outer product of the 1-D tensors input and vec2.",
+    "permute": "Returns a view of input with its dimensions permuted.",
+    "pow": "Takes the power of each element of input with exponent.",
+    "prod": "Returns the product of the elements of input (over dim, when given).",
+    "ravel": "Returns a contiguous flattened tensor.",
+    "reciprocal": "Returns the reciprocal of each element of input.",
+    "relu": "Applies the rectified linear unit max(input, 0) elementwise.",
+    "remainder": "Computes the remainder of division, with the sign of the divisor other "
+                 "(Python's %).",
+    "reshape": "Returns a tensor with the elements of input and the given shape (a view "
+               "when possible).",
+    "roll": "Rolls the tensor input along the given dimensions (a copy).",
+    "round": "Rounds the elements of input to the nearest integer (half to even), or to "
+             "decimals decimal places.",
+    "rsqrt": "Returns the reciprocal of the square root of each element of input.",
+    "scatter": "Writes the values of src (or value) into a copy of input at the positions "
+               "given by index along dim.",
+    "scatter_add": "Adds the values of src into a copy of input at the positions given by "
+                   "index along dim.",
+    "select": "Slices input along dim at the given index (a view without that dimension).",
+    "selu": "Applies the Scaled Exponential Linear Unit elementwise.",
+    "sgn": "Returns the sign of each element of input (for real tensors, as sign).",
+    "sigmoid": "Computes the logistic sigmoid 1 / (1 + exp(-input)) of each element.",
+    "sign": "Returns the sign (-1, 0 or 1) of each element of input.",
+    "silu": "Applies the Sigmoid Linear Unit input * sigmoid(input) elementwise.",
+    "sin": "Computes the sine of each element of input.",
+    "softmax": "Applies a softmax function along dim.",
+    "softplus": "Applies log(1 + exp(beta * input)) / beta elementwise (linear above the "
+                "threshold).",
+    "split": "Splits the tensor into chunks of split_size_or_sections elements along dim "
+             "(views).",
+    "split_with_sizes": "Splits input into pieces of the given sizes along dim (views).",
+    "sqrt": "Computes the square root of each element of input.",
+    "square": "Returns the square of each element of input.",
+    "squeeze": "Returns a view of input with the dimensions of size 1 (or the given ones) "
+               "removed.",
+    "stack": "Concatenates a sequence of tensors along a new dimension.",
+    "std": "Calculates the standard deviation over the dimensions given by dim.",
+    "sub": "Subtracts other, scaled by alpha, from input: out = input - alpha * other.",
+    "subtract": "Alias for :func:`cgrad.sub`.",
+    "sum": "Returns the sum of the elements of input (over dim, when given).",
+    "swapaxes": "Alias for :func:`cgrad.transpose`.",
+    "swapdims": "Alias for :func:`cgrad.transpose`.",
+    "t": "Transposes a tensor of at most 2 dimensions (0-D and 1-D tensors are returned as "
+         "they are).",
+    "take": "Returns the elements of input, seen as 1-D, at the given indices.",
+    "take_along_dim": "Selects values from input at the 1-D indices from indices along the "
+                      "given dim.",
+    "tan": "Computes the tangent of each element of input.",
+    "tanh": "Computes the hyperbolic tangent of each element of input.",
+    "tile": "Constructs a tensor by repeating the elements of input (dims gives the "
+            "repetitions per dimension).",
+    "transpose": "Returns a view of input with the dimensions dim0 and dim1 swapped.",
+    "true_divide": "Alias for :func:`cgrad.div` with rounding_mode=None.",
+    "trunc": "Returns the truncated integer values of the elements of input.",
+    "unbind": "Removes a tensor dimension: returns a tuple of all slices along dim.",
+    "unflatten": "Expands a dimension of input over several dimensions of the given sizes.",
+    "unsqueeze": "Returns a view of input with a dimension of size one inserted at dim.",
+    "var": "Calculates the variance over the dimensions given by dim.",
+    "vstack": "Stacks tensors in sequence vertically (row wise).",
+    "where": "Returns a tensor of elements selected from input or other, depending on "
+             "condition.",
+    # cgrad.nn.functional
+    "batch_norm": "Applies batch normalization over the batch dimension (with the running "
+                  "statistics updated in training mode).",
+    "bilinear": "Applies a bilinear transformation: y = x1^T A x2 + b.",
+    "binary_cross_entropy": "Binary cross entropy between the probabilities input and the "
+                            "target.",
+    "binary_cross_entropy_with_logits": "Binary cross entropy between sigmoid(input) and "
+                                        "the target, computed stably from the logits.",
+    "cross_entropy": "Cross entropy between the logits input and the target (class indices "
+                     "or class probabilities).",
+    "dropout": "Zeroes elements of input with probability p during training (scaling the "
+               "others by 1 / (1 - p)).",
+    "embedding": "Looks up the rows of weight at the indices input.",
+    "huber_loss": "Huber loss: squared error below delta, linear above.",
+    "l1_loss": "Mean (or summed) absolute error between input and target.",
+    "layer_norm": "Applies layer normalization over the last dimensions, given by "
+                  "normalized_shape.",
+    "linear": "Applies the affine transformation y = input @ weight.T + bias.",
+    "mse_loss": "Mean (or summed) squared error between input and target.",
+    "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
+                "classes.",
+    "one_hot": "Encodes the int64 tensor of class indices as one-hot vectors (a trailing "
+               "class dimension).",
+    "pad": "Pads input: constant, reflect, replicate or circular padding of its last "
+           "dimensions.",
+    "relu_": "In-place version of :func:`relu`.",
+    "smooth_l1_loss": "Smooth L1 loss: squared error below beta, linear above.",
+    # Tensor methods without a function of the same name
+    "backward": "Computes the gradient of this tensor with respect to the graph leaves.",
+    "bool": "self.bool() is equivalent to self.to(cgrad.bool).",
+    "contiguous": "Returns a C-contiguous tensor with the same data (self when it is "
+                  "already).",
+    "copy_": "Copies the elements of other (broadcast) into self and returns self.",
+    "cpu": "Returns self (cgrad tensors live in CPU memory).",
+    "double": "self.double() is equivalent to self.to(cgrad.float64).",
+    "element_size": "Returns the size in bytes of one element.",
+    "expand": "Returns a view of self with singleton dimensions expanded to a larger size.",
+    "expand_as": "Expands this tensor to the size of other.",
+    "fill_": "Fills self with the given value.",
+    "float": "self.float() is equivalent to self.to(cgrad.float32).",
+    "half": "self.half() is equivalent to self.to(cgrad.float16).",
+    "int": "self.int() is equivalent to self.to(cgrad.int32).",
+    "is_floating_point": "Returns True if the data type of self is a floating point type.",
+    "item": "Returns the value of this one-element tensor as a Python number.",
+    "long": "self.long() is equivalent to self.to(cgrad.int64).",
+    "normal_": "Fills self with samples from the normal distribution N(mean, std^2).",
+    "repeat": "Repeats this tensor along the given dimensions (a copy).",
+    "reshape_as": "Returns this tensor with the shape of other.",
+    "size": "Returns the size of the tensor (a cgrad.Size), or of the dimension dim.",
+    "to": "Returns a tensor with the given dtype (self when it already has it).",
+    "to_sparse": "Returns a coalesced sparse COO copy of this tensor.",
+    "tolist": "Returns the tensor as a (nested) list of Python numbers.",
+    "type": "Returns the type name (e.g. 'cgrad.FloatTensor'), or this tensor cast to dtype.",
+    "uniform_": "Fills self with numbers sampled uniformly from [from, to).",
+    "view": "Returns a view of self with the given shape, or its bytes read as dtype.",
+    "view_as": "Views this tensor with the shape of other.",
+    "zero_": "Fills self with zeros.",
+}
+
+# One description per parameter name; OVERRIDE gives an op's own where the name differs.
+ARGS = {
+    "input": "(Tensor) the input tensor.",
+    "other": "(Tensor or Number) the second operand.",
+    "alpha": "(Number) the multiplier for other.",
+    "dim": "(int or tuple of ints, optional) the dimension or dimensions to reduce.",
+    "keepdim": "(bool) whether the output tensor has dim retained or not.",
+    "dtype": "(cgrad.dtype, optional) the desired data type of the returned tensor.",
+    "exponent": "(Number or Tensor) the exponent value.",
+    "min": "(Number or Tensor, optional) lower bound of the range to be clamped to.",
+    "max": "(Number or Tensor, optional) upper bound of the range to be clamped to.",
+    "condition": "(BoolTensor) where True, yield input, otherwise yield other.",
+    "index": "(LongTensor) the indices of elements to gather or write.",
+    "src": "(Tensor) the source elements to scatter.",
+    "source": "(Tensor or int) the tensor containing values to add, or the dims to move.",
+    "value": "(Number or Tensor) the value to fill in with.",
+    "mask": "(BoolTensor) the boolean mask.",
+    "tensors": "(sequence of Tensors) the tensors.",
+    "tensor": "(Tensor) the second 1-D tensor.",
+    "dims": "(int or tuple of ints) the dimensions.",
+    "shape": "(tuple of ints) the new shape.",
+    "size": "(tuple of ints) the desired size.",
+    "sizes": "(tuple of ints) the sizes.",
+    "repeats": "(tuple of ints) the number of times to repeat this tensor along each "
+               "dimension.",
+    "p": "(int, float, inf, -inf, 'fro', 'nuc', optional) the order of the norm.",
+    "correction": "(int, optional) difference between the sample size and sample degrees "
+                  "of freedom (Bessel's correction: 1).",
+    "unbiased": "(bool, optional) deprecated: whether to use Bessel's correction.",
+    "start_dim": "(int) the first dim to flatten.",
+    "end_dim": "(int) the last dim to flatten.",
+    "chunks": "(int) number of chunks to return.",
+    "split_size_or_sections": "(int or list of ints) size of a single chunk or list of "
+                              "sizes for each chunk.",
+    "split_size": "(int or list of ints) size of a single chunk or list of sizes for each "
+                  "chunk.",
+    "split_sizes": "(list of ints) the sizes of the pieces.",
+    "shifts": "(int or tuple of ints) the number of places by which the elements are "
+              "shifted.",
+    "dim0": "(int) the first dimension to be transposed.",
+    "dim1": "(int) the second dimension to be transposed.",
+    "axis0": "(int) the first dimension to be transposed.",
+    "axis1": "(int) the second dimension to be transposed.",
+    "destination": "(int or tuple of ints) destination positions of the dims.",
+    "mat2": "(Tensor) the second matrix (or batch of matrices).",
+    "vec": "(Tensor) the vector to be multiplied.",
+    "vec2": "(Tensor) the second 1-D tensor.",
+    "inplace": "(bool) do the operation in place (default False).",
+    "negative_slope": "(float) the slope for negative inputs (default 0.01).",
+    "approximate": "(str) 'none' (exact, with erf) or 'tanh' (the tanh approximation).",
+    "beta": "(float) the beta value.",
+    "threshold": "(float) values above this revert to a linear function.",
+    "decimals": "(int) number of decimal places to round to (default 0).",
+    "nan": "(Number, optional) the value to replace NaNs with (default 0).",
+    "posinf": "(Number, optional) the value to replace positive infinity with (default: the "
+              "largest finite value of input's dtype).",
+    "neginf": "(Number, optional) the value to replace negative infinity with (default: the "
+              "lowest finite value of input's dtype).",
+    "rtol": "(float) relative tolerance.",
+    "atol": "(float) absolute tolerance.",
+    "equal_nan": "(bool) if True, two NaNs are considered equal.",
+    "rounding_mode": "(str, optional) None (true division), 'trunc' or 'floor'.",
+    "indices": "(LongTensor) the indices into input.",
+    "start": "(int) the index where the narrowed dimension starts.",
+    "length": "(int) the length of the narrowed dimension.",
+    "sparse_grad": "(bool) accepted for torch compatibility (the gradient is dense).",
+    "reduce": "(str, optional) the reduction to apply ('add' or 'multiply').",
+    "as_tuple": "(bool) return one 1-D index tensor per dimension instead of a 2-D tensor.",
+    "indexing": "(str, optional) 'ij' (matrix indexing) or 'xy' (Cartesian indexing).",
+    "memory_format": "accepted for torch compatibility (there is one memory format).",
+    "axis": "(int, optional) NumPy's name for dim.",
+    "out": "(Tensor, optional) the output tensor.",
+    "_stacklevel": "(int) the stack level of torch's implicit-dim warning.",
+    "non_blocking": "accepted for torch compatibility (no effect on CPU).",
+    "implicit": "accepted for torch compatibility (no effect).",
+    "gradient": "(Tensor, optional) the gradient of the function being differentiated "
+                "with respect to self (needed unless self is a scalar).",
+    "retain_graph": "(bool, optional) if False, the graph's saved values are freed after "
+                    "backward (default: create_graph).",
+    "create_graph": "(bool) if True, the graph of the derivative is recorded (higher order "
+                    "derivatives).",
+    "inputs": "(sequence of Tensors, optional) the tensors into whose .grad the gradient is "
+              "accumulated (default: all the leaves).",
+    "mean": "(float) the mean of the normal distribution.",
+    "std": "(float) the standard deviation of the normal distribution.",
+    "sparse_dim": "(int, optional) the number of sparse dimensions.",
+    "weight": "(Tensor, optional) the weights.",
+    "bias": "(Tensor, optional) the bias.",
+    "target": "(Tensor) the target.",
+    "reduction": "(str) 'mean' (default), 'sum' or 'none'.",
+    "size_average": "deprecated (use reduction).",
+    "reduce_": "deprecated (use reduction).",
+    "training": "(bool) apply the operation in training mode.",
+    "momentum": "(float) the factor of the running statistics' update.",
+    "eps": "(float) a value added to the denominator for numerical stability.",
+    "running_mean": "(Tensor, optional) the running mean, updated in training mode.",
+    "running_var": "(Tensor, optional) the running variance, updated in training mode.",
+    "normalized_shape": "(tuple of ints) the trailing shape over which to normalize.",
+    "input1": "(Tensor) the first input.",
+    "input2": "(Tensor) the second input.",
+    "ignore_index": "(int) a target value that is ignored (no loss, no gradient).",
+    "label_smoothing": "(float) the amount of smoothing in [0, 1] (0: none).",
+    "pos_weight": "(Tensor, optional) a weight of the positive examples per class.",
+    "delta": "(float) the threshold at which to change between the squared and the linear "
+             "loss.",
+    "padding_idx": "(int, optional) the entries at this index get no gradient.",
+    "max_norm": "(float, optional) rows with a larger norm are renormalized (not "
+                "supported).",
+    "norm_type": "(float) the p of the p-norm for max_norm.",
+    "scale_grad_by_freq": "(bool) scale gradients by the inverse frequency of the indices.",
+    "sparse": "(bool) if True, the gradient of weight is sparse (not supported).",
+    "num_classes": "(int) the number of classes (-1: one more than the largest index).",
+    "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
+           "right, top, bottom, ...).",
+    "mode": "(str) 'constant', 'reflect', 'replicate' or 'circular'.",
+}
+OVERRIDE = {
+    ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
+    ("index_add", "alpha"): "(Number) the scalar multiplier for source.",
+    ("index_add", "source"): "(Tensor) the tensor containing values to add.",
+    ("movedim", "source"): "(int or tuple of ints) original positions of the dims to move.",
+    ("moveaxis", "source"): "(int or tuple of ints) original positions of the dims to move.",
+    ("dropout", "p"): "(float) the probability of an element to be zeroed (default 0.5).",
+    ("max", "other"): "(Tensor, optional) the tensor to compare with (elementwise maximum).",
+    ("min", "other"): "(Tensor, optional) the tensor to compare with (elementwise minimum).",
+    ("max", "dim"): "(int, optional) the dimension to reduce.",
+    ("min", "dim"): "(int, optional) the dimension to reduce.",
+    ("argmax", "dim"): "(int, optional) the dimension to reduce (None: the flattened input).",
+    ("argmin", "dim"): "(int, optional) the dimension to reduce (None: the flattened input).",
+    ("cumsum", "dim"): "(int) the dimension to do the operation over.",
+    ("cumprod", "dim"): "(int) the dimension to do the operation over.",
+    ("softmax", "dim"): "(int) the dimension along which softmax is computed.",
+    ("log_softmax", "dim"): "(int) the dimension along which log_softmax is computed.",
+    ("cat", "dim"): "(int) the dimension over which the tensors are concatenated.",
+    ("concat", "dim"): "(int) the dimension over which the tensors are concatenated.",
+    ("concatenate", "dim"): "(int) the dimension over which the tensors are concatenated.",
+    ("stack", "dim"): "(int) the dimension to insert.",
+    ("unsqueeze", "dim"): "(int) the index at which to insert the singleton dimension.",
+    ("squeeze", "dim"): "(int or tuple of ints, optional) the dimensions to remove (only "
+                        "those of size 1 are).",
+    ("select", "dim"): "(int) the dimension to slice.",
+    ("select", "index"): "(int) the index to select with.",
+    ("narrow", "dim"): "(int) the dimension along which to narrow.",
+    ("unbind", "dim"): "(int) the dimension to remove.",
+    ("unflatten", "dim"): "(int) the dimension to unflatten.",
+    ("split", "dim"): "(int) the dimension along which to split.",
+    ("split_with_sizes", "dim"): "(int) the dimension along which to split.",
+    ("chunk", "dim"): "(int) the dimension along which to split.",
+    ("gather", "dim"): "(int) the axis along which to index.",
+    ("scatter", "dim"): "(int) the axis along which to index.",
+    ("scatter_add", "dim"): "(int) the axis along which to index.",
+    ("index_select", "dim"): "(int) the dimension in which we index.",
+    ("index_add", "dim"): "(int) the dimension along which to index.",
+    ("take_along_dim", "dim"): "(int, optional) the dimension to select along (None: the "
+                               "flattened input).",
+    ("index_select", "index"): "(IntTensor or LongTensor) the 1-D indices to select.",
+    ("take", "index"): "(LongTensor) the indices into the flattened input.",
+    ("where", "input"): "(Tensor or Number) the value(s) where condition is True.",
+    ("where", "other"): "(Tensor or Number) the value(s) where condition is False.",
+    ("masked_fill", "value"): "(Number or 0-d Tensor) the value to fill in with.",
+    ("scatter", "value"): "(Number) the value to scatter (instead of src).",
+    ("flatten", "dims"): "(int or tuple of ints) the dimensions.",
+    ("roll", "dims"): "(int or tuple of ints, optional) the axes along which to roll (None: "
+                      "the flattened tensor).",
+    ("flip", "dims"): "(int or tuple of ints) the axes to flip on.",
+    ("tile", "dims"): "(tuple of ints) the number of repetitions per dimension.",
+    ("permute", "dims"): "(tuple of ints) the desired ordering of dimensions.",
+    ("softplus", "beta"): "(float) the beta value of the softplus formulation (default 1).",
+    ("smooth_l1_loss", "beta"): "(float) the threshold at which to change between the L1 "
+                                "and the L2 loss (default 1.0).",
+    ("embedding", "input"): "(LongTensor) the indices into weight.",
+    ("embedding", "weight"): "(Tensor) the embedding matrix (one row per index).",
+    ("one_hot", "input"): "(LongTensor) the class values.",
+    ("linear", "weight"): "(Tensor) the weight, of shape (out_features, in_features).",
+    ("bilinear", "weight"): "(Tensor) the weight, of shape (out, in1, in2).",
+    ("nll_loss", "weight"): "(Tensor, optional) a manual rescaling weight per class.",
+    ("cross_entropy", "weight"): "(Tensor, optional) a manual rescaling weight per class.",
+    ("binary_cross_entropy", "weight"): "(Tensor, optional) a manual rescaling weight per "
+                                        "element.",
+    ("binary_cross_entropy_with_logits", "weight"): "(Tensor, optional) a manual rescaling "
+                                                    "weight per element.",
+    ("dot", "tensor"): "(Tensor) the second 1-D tensor.",
+    ("view", "dtype"): "(cgrad.dtype) the dtype to read the tensor's bytes as.",
+    ("type", "dtype"): "(cgrad.dtype or str, optional) the desired type (None: return the "
+                       "type name).",
+    ("to", "args"): "a dtype (positionally or as dtype=), or a device ('cpu').",
+    ("uniform_", "args"): "from, to: the bounds of the range (default 0 and 1; also by "
+                          "keyword).",
+    ("view", "args"): "(ints or tuple of ints) the desired size (also size=), or a dtype.",
+    ("reshape", "args"): "(ints or tuple of ints) the desired shape (also shape=).",
+    ("expand", "args"): "(ints or tuple of ints) the desired expanded size, -1 keeping a "
+                        "dimension (also size=).",
+    ("permute", "args"): "(ints or tuple of ints) the desired ordering of dimensions (also "
+                         "dims=).",
+    ("repeat", "sizes"): "(ints or tuple of ints) the number of times to repeat this tensor "
+                         "along each dimension (also repeats=).",
+    ("flip", "args"): "(ints or tuple of ints) the axes to flip on (also dims=).",
+    ("tile", "args"): "(ints or tuple of ints) the number of repetitions per dimension (also "
+                      "dims=).",
+    ("einsum", "args"): "the equation (a str), then the operands (Tensors, or one list of "
+                        "them); or operands alternating with their subscript lists.",
+    ("atleast_1d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("atleast_2d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("atleast_3d", "tensors"): "(Tensor or sequence of Tensors) the input tensors.",
+    ("block_diag", "tensors"): "(Tensor) one or more tensors with 0, 1, or 2 dimensions.",
+    ("broadcast_tensors", "tensors"): "(Tensor) any number of tensors of the same type.",
+    ("meshgrid", "tensors"): "(Tensor) 0-D or 1-D tensors (or one list of them).",
+    ("to", "kwargs"): "dtype: the desired dtype.",
+    ("size", "dim"): "(int, optional) the dimension whose size to return.",
+    ("fill_", "value"): "(Number or 0-d Tensor) the fill value.",
+    ("masked_fill_", "value"): "(Number or 0-d Tensor) the fill value.",
+    ("expand_as", "other"): "(Tensor) the tensor whose size to expand to.",
+    ("view_as", "other"): "(Tensor) the tensor whose shape to view as.",
+    ("reshape_as", "other"): "(Tensor) the tensor whose shape to reshape as.",
+    ("copy_", "other"): "(Tensor) the source tensor.",
+    ("norm", "dim"): "(int, tuple of ints, optional) the dimensions to reduce.",
+    ("pow", "input"): "(Tensor or Number) the base.",
+    ("one_hot", "num_classes"): "(int) the number of classes (-1: one more than the largest "
+                                "index).",
+}
+RETURNS = {
+    "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",
+    "size": "cgrad.Size or int", "backward": "None", "is_floating_point": "bool",
+    "element_size": "int", "max": "Tensor or (Tensor, LongTensor)",
+    "min": "Tensor or (Tensor, LongTensor)", "split": "tuple of Tensors",
+    "split_with_sizes": "tuple of Tensors", "chunk": "tuple of Tensors",
+    "unbind": "tuple of Tensors", "broadcast_tensors": "tuple of Tensors",
+    "meshgrid": "tuple of Tensors", "nonzero": "LongTensor or tuple of LongTensors",
+    "atleast_1d": "Tensor or tuple of Tensors", "atleast_2d": "Tensor or tuple of Tensors",
+    "atleast_3d": "Tensor or tuple of Tensors", "type": "str or Tensor",
+}
+
+
+def _doc_line(name, sig, method):
+    params = list(sig.parameters.values())
+    if method and params:
+        params = params[1:]                 # self
+    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    return f"{name}{text} -> {RETURNS.get(name, 'Tensor')}"
+
+
+def _args_section(name, sig, method):
+    lines = []
+    params = list(sig.parameters.values())
+    if method and params:
+        params = params[1:]
+    for p in params:
+        text = OVERRIDE.get((name, p.name)) or ARGS.get(p.name)
+        if text is None:
+            continue
+        star = "*" if p.kind == p.VAR_POSITIONAL else (
+            "**" if p.kind == p.VAR_KEYWORD else "")
+        if text.startswith("("):
+            kind, _, rest = text[1:].partition(") ")
+            line = f"{star}{p.name} ({kind}): {rest}"
+        else:
+            line = f"{star}{p.name}: {text}"
+        lines.append(textwrap.fill(line, 88, initial_indent="    ",
+                                   subsequent_indent="        "))
+    return ("\n\nArgs:\n" + "\n".join(lines)) if lines else ""
+
+
+def make_doc(name, fn, method=False):
+    """torch's layout: `name(signature) -> Tensor`, a summary, then Args (a method that is
+    also a function refers to the function instead)."""
+    sig = inspect.signature(fn)
+    head = _doc_line(name, sig, method)
+    summary = SUMMARY.get(name)
+    if method and summary is None:
+        base = name[:-1] if name.endswith("_") else name
+        summary = (f"In-place version of :meth:`~Tensor.{base}`." if base != name
+                   and base in SUMMARY else SUMMARY.get(base))
+    if summary is None:
+        summary = (inspect.getdoc(fn) or "").split("\n\n")[0]
+    summary = textwrap.fill(summary, 88)
+    if method and name in _FUNCTION_NAMES:
+        return f"{head}\n\n{summary}\n\nSee :func:`cgrad.{name}`."
+    return f"{head}\n\n{summary}{_args_section(name, sig, method)}"
+
+
+_FUNCTION_NAMES: set = set()
+TensorFunction = type(_C._tensor_function(len, "len", __name__, False))
+
+
+def _self_signature(fn):
+    """fn's signature with its first parameter named self (a method's)."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    if params and params[0].kind in (params[0].POSITIONAL_ONLY,
+                                     params[0].POSITIONAL_OR_KEYWORD):
+        params[0] = params[0].replace(name="self")
+    return sig.replace(parameters=params)
+
+
+def wrap_function(fn, name, module, check=False, aliases=None, qualname=None, method=False,
+                  like=None):
+    """fn as a documented cgrad._C.TensorFunction (Note [Public callables]); `like`: a
+    function whose signature to show instead of fn's (an in-place method's out-of-place
+    form, when fn only passes its arguments on)."""
+    if isinstance(fn, TensorFunction):       # already wrapped: wrap what it wraps
+        fn = fn.__wrapped__
+    f = _C._tensor_function(fn, name, module, check, aliases, qualname)
+    shown = like if like is not None else fn
+    f.__signature__ = _self_signature(shown) if method else inspect.signature(shown)
+    f.__doc__ = make_doc(name, shown, method)
+    return f
+
+
+def _passes_on(fn):
+    """True if fn's signature is (self, *args, **kwargs)."""
+    kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
+    return kinds[1:] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
+def install_functions(namespace, names, tensor_first, module, python_in_torch=(),
+                      c_in_torch=None):
+    """Replace namespace[name] for each name by its documented wrapper. Aliases are renamed
+    for the ops torch binds in C: all but `python_in_torch`, or only `c_in_torch`."""
+    for name in names:
+        fn = namespace[name]
+        c_bound = name in c_in_torch if c_in_torch is not None else name not in python_in_torch
+        namespace[name] = wrap_function(fn, name, module, name in tensor_first,
+                                        ALIASES_FUNCTION if c_bound else None)
+
+
+def install_methods(cls):
+    """Replace each public method defined on cls (a plain function) by its documented
+    wrapper, which renames NumPy-style keywords unless torch's method is Python."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        aliases = None if name in PYTHON_IN_TORCH["method"] else ALIASES_METHOD
+        like = None
+        if name.endswith("_") and _passes_on(fn) and name[:-1] in vars(cls):
+            like = inspect.unwrap(vars(cls)[name[:-1]])
+        setattr(cls, name, wrap_function(fn, name, "cgrad", False, aliases,
+                                         f"{cls.__name__}.{name}", method=True, like=like))
+
+
+def adopt_functions(namespace, module):
+    """Give module as __module__ to the plain Python functions the namespace re-exports under
+    their own name (cgrad.tensor, cgrad.zeros, ...), so that help(module) lists them (pydoc
+    lists a module's own functions) and they pickle as module.name."""
+    for name, value in list(namespace.items()):
+        if (not name.startswith("_") and inspect.isfunction(value)
+                and value.__qualname__ == name and value.__module__.startswith(module + ".")):
+            value.__module__ = module
+
+
+def function_names():
+    """The names of the functions installed from the op tables as cgrad.<name>."""
+    from cgrad import functional
+    from cgrad.ops import EXTENSION_MODULES
+    names = set(functional.__all__) | {"mm"}
+    for mod in EXTENSION_MODULES:
+        names |= {k for k, v in mod.FUNCTIONS.items() if callable(v)}
+    _FUNCTION_NAMES.update(names)
+    return sorted(names)

@@ -1,0 +1,335 @@
+"""Sample calls for every op cgrad exposes, runnable on cgrad and on torch alike.
+
+One table, used by the tests that sweep the API surface against torch
+(tests/test_second_backward.py, tests/test_torch_signatures.py):
+
+* ``SAMPLES[name]``: the samples of the op called ``name`` (a key of an op table in
+  cgrad/ops: ``FUNCTIONS`` -> ``cgrad.<name>``, ``TENSOR_METHODS`` -> ``Tensor.<name>``;
+  ``cgrad.functional.__all__``; the methods cgrad/tensor.py defines; the operators);
+* ``F_SAMPLES[name]``: the samples of ``cgrad.nn.functional.<name>``.
+
+A sample gives the arguments of one call as a function of the library module ``m`` (cgrad or
+torch) and the leaf ``x`` (a float64 tensor that requires grad, from ``S.x``). The same sample
+runs in every form the name has: ``m.name(*args, **kw)`` (a function), ``args[0].name(*args[1:],
+**kw)`` (a method), ``getattr(args[0], name)`` (a property), or ``call(m, x)`` when the sample
+gives one (operators and statements). ``forms`` restricts a sample to some forms.
+
+Samples are chosen so that the op is differentiable at them (no ties, no kinks, positive
+inputs for logarithms) and so that torch accepts them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+X = np.array([[0.5, -1.2, 0.8, 1.5], [-0.3, 0.9, -1.7, 0.4], [1.1, -0.6, 0.7, -1.4]])
+POS = np.abs(X)
+HALF = X / 4                                    # in (-0.5, 0.5)
+Y = np.array([[0.2, 0.7, -1.1, 0.6], [1.3, -0.4, 0.1, -0.9], [-0.8, 1.6, 0.3, 1.2]])
+V4 = np.array([0.3, -0.7, 1.2, 0.5])
+W42 = np.array([[0.4, -0.2], [0.1, 0.9], [-0.6, 0.3], [0.8, -0.5]])
+MASK = np.array([[True, False, False, True], [False, True, False, False],
+                 [True, False, True, False]])
+
+
+def c(m, a):
+    """A constant (no grad) float64 tensor."""
+    return m.tensor(np.array(a, dtype=np.float64))
+
+
+def leaf(m, a):
+    """Another float64 leaf that requires grad."""
+    return m.tensor(np.array(a, dtype=np.float64), requires_grad=True)
+
+
+def i(m, a):
+    """An int64 tensor."""
+    return m.tensor(np.array(a, dtype=np.int64))
+
+
+def b(m, a):
+    """A bool tensor."""
+    return m.tensor(np.array(a, dtype=bool))
+
+
+def f32(m):
+    return m.float32
+
+
+class S:
+    """One sample call (see the module docstring).
+
+    tag: names the sample when an op has several (its id is ``name/tag``); x: the leaf's
+    values; args(m, x) -> tuple and kw(m, x) -> dict: the call's arguments (default: (x,)
+    and {}); call(m, x) -> result: a call that is not a plain function or method call;
+    forms: the forms it runs in (default: all of the name's); random: the result is random
+    (compare outcomes, not values)."""
+
+    def __init__(self, args=None, kw=None, *, tag="", x=X, call=None, forms=None,
+                 random=False):
+        self.args = args if args is not None else (lambda m, x: (x,))
+        self.kw = kw if kw is not None else (lambda m, x: {})
+        self.tag = tag
+        self.x = x
+        self.call = call
+        self.forms = forms
+        self.random = random
+
+
+SAMPLES: dict = {}
+F_SAMPLES: dict = {}
+
+
+def add(names, *samples, table=None, extend=False):
+    table = SAMPLES if table is None else table
+    for name in names.split():
+        assert (name in table) == extend, name
+        table.setdefault(name, []).extend(samples)
+
+
+def _one(args=None, kw=None, **k):
+    return S(args, kw, **k)
+
+
+# -- elementwise unary ------------------------------------------------------------------------
+add("abs absolute __abs__ ceil cos exp2 expm1 fix floor negative neg exp relu round sgn "
+    "sigmoid sign sin square tan tanh trunc nan_to_num isnan isinf isfinite isneginf "
+    "isposinf elu gelu leaky_relu selu silu softplus clone ravel flatten t adjoint "
+    "contiguous", S())
+add("sqrt rsqrt reciprocal log log10 log1p log2", S(x=POS))
+add("abs_ ceil_ cos_ exp2_ expm1_ floor_ negative_ neg_ exp_ relu_ round_ sigmoid_ sign_ "
+    "sin_ square_ tan_ tanh_ trunc_ nan_to_num_ zero_",
+    S(lambda m, x: (x.clone(),), forms={"method"}))
+add("sqrt_ rsqrt_ reciprocal_ log10_ log1p_ log2_", S(lambda m, x: (x.clone(),), x=POS,
+                                                       forms={"method"}))
+add("clamp_ clip_", S(lambda m, x: (x.clone(), -0.5, 0.5), forms={"method"}))
+add("clamp_min_", S(lambda m, x: (x.clone(), 0.0), forms={"method"}))
+add("clamp_max_", S(lambda m, x: (x.clone(), 0.0), forms={"method"}))
+add("clamp clip",
+    S(lambda m, x: (x, -0.5, 0.5), tag="scalars"),
+    S(lambda m, x: (x, c(m, -HALF), c(m, HALF + 0.3)), tag="tensors"))
+add("clamp_min", S(lambda m, x: (x, 0.0)))
+add("clamp_max", S(lambda m, x: (x, 0.0)))
+
+# -- binary arithmetic ----------------------------------------------------------------------
+# Binary ops run with the other operand a leaf, a constant and a scalar, and with the
+# leaf second: torch saves only what the gradients of the inputs that require grad use.
+add("add sub subtract mul multiply div divide true_divide",
+    S(lambda m, x: (x, leaf(m, Y)), tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), tag="constant"),
+    S(lambda m, x: (c(m, Y), x), tag="rconstant"),
+    S(lambda m, x: (x, 2.0), tag="scalar"))
+add("add sub subtract",   # alpha scales the other operand inside the one node (as torch)
+    S(lambda m, x: (x, leaf(m, Y)), lambda m, x: {"alpha": 2}, tag="alpha"),
+    S(lambda m, x: (c(m, Y), x), lambda m, x: {"alpha": 2}, tag="ralpha"), extend=True)
+add("pow",
+    S(lambda m, x: (x, leaf(m, Y)), x=POS, tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), x=POS, tag="constant"),
+    S(lambda m, x: (c(m, POS), x), tag="rconstant"),
+    S(lambda m, x: (x, 2), tag="scalar"),
+    S(lambda m, x: (2.0, x), tag="rscalar", forms={"fn"}))
+add("maximum minimum", S(lambda m, x: (x, leaf(m, Y)), tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), tag="constant"))
+add("fmod remainder",
+    S(lambda m, x: (x, 0.7), tag="scalar"),
+    S(lambda m, x: (x, c(m, POS + 0.5)), tag="constant"),
+    S(lambda m, x: (x, leaf(m, POS + 0.5)), tag="tensor"),
+    S(lambda m, x: (c(m, POS + 0.5), x), x=POS + 0.2, tag="rconstant"))
+add("floor_divide", S(lambda m, x: (x, 0.7)))
+add("__floordiv__ __mod__", S(lambda m, x: (x, 0.7)))
+add("__rfloordiv__ __rmod__", S(lambda m, x: (x, 2.0)))
+add("eq ne lt le gt ge greater greater_equal less less_equal not_equal",
+    S(lambda m, x: (x, c(m, Y))))
+add("isclose allclose equal", S(lambda m, x: (x, c(m, X))))
+add("logical_and logical_or logical_xor", S(lambda m, x: (x, c(m, Y))))
+add("logical_not", S())
+add("bitwise_and bitwise_or bitwise_xor __and__ __or__ __xor__ __rand__ __ror__ __rxor__",
+    S(lambda m, x: (i(m, [1, 2, 3]), i(m, [3, 1, 2]))))
+add("bitwise_not __invert__", S(lambda m, x: (i(m, [1, 2, 3]),)))
+add("where",
+    S(lambda m, x: (b(m, MASK), x, leaf(m, Y)), tag="tensors", forms={"fn"}),
+    S(lambda m, x: (b(m, MASK), x, c(m, Y)), tag="constant", forms={"fn"}),
+    S(lambda m, x: (b(m, MASK), x, 0.0), tag="scalar", forms={"fn"}),
+    S(lambda m, x: (x, b(m, MASK), leaf(m, Y)), tag="method", forms={"method"}))
+
+# -- reductions -------------------------------------------------------------------------------
+add("sum mean prod nansum nanmean",
+    S(tag="all"),
+    S(lambda m, x: (x, 1), tag="dim"),
+    S(lambda m, x: (x, 1, True), tag="keepdim"))
+add("max min",
+    S(tag="all"),
+    S(lambda m, x: (x, 1), tag="dim"),
+    S(lambda m, x: (x, leaf(m, Y)), tag="other"))
+add("amax amin", S(lambda m, x: (x, 1)))
+add("argmax argmin all any count_nonzero", S(), S(lambda m, x: (x, 1), tag="dim"))
+add("var std", S(tag="all"), S(lambda m, x: (x, 1), tag="dim"))
+add("norm", S(tag="fro"), S(lambda m, x: (x, 2, 1), tag="p2dim"),
+    S(lambda m, x: (x, 1), tag="p1"))
+add("logsumexp softmax log_softmax cumsum cumprod", S(lambda m, x: (x, 1)))
+
+# -- shape --------------------------------------------------------------------------------------
+add("reshape", S(lambda m, x: (x, (4, 3))))
+add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))
+add("view_as reshape_as", S(lambda m, x: (x, c(m, np.zeros((4, 3))))))
+add("expand", S(lambda m, x: (x, 2, 3, 4), forms={"method"}))
+add("expand_as", S(lambda m, x: (x, c(m, np.zeros((2, 3, 4))))))
+add("squeeze", S(x=X.reshape(3, 1, 4), tag="all"),
+    S(lambda m, x: (x, 1), x=X.reshape(3, 1, 4), tag="dim"))
+add("unsqueeze", S(lambda m, x: (x, 0)))
+add("unflatten", S(lambda m, x: (x, 1, (2, 2))))
+add("movedim moveaxis transpose swapaxes swapdims", S(lambda m, x: (x, 0, 1)))
+add("permute", S(lambda m, x: (x, (1, 0))))
+add("T mT H mH", S(forms={"property"}))
+add("flip", S(lambda m, x: (x, (0,))))
+add("roll", S(lambda m, x: (x, 1, 0)))
+add("narrow", S(lambda m, x: (x, 1, 1, 2)))
+add("tile", S(lambda m, x: (x, (2, 1))))
+add("repeat", S(lambda m, x: (x, 2, 1)))
+add("split", S(lambda m, x: (x, 2, 1)))
+add("split_with_sizes", S(lambda m, x: (x, [1, 3], 1)))
+add("chunk", S(lambda m, x: (x, 2, 1)))
+add("unbind", S(lambda m, x: (x, 0)))
+add("cat concat concatenate stack hstack vstack dstack column_stack",
+    S(lambda m, x: ([x, leaf(m, Y)],)), S(lambda m, x: ([c(m, Y), x],), tag="constant"))
+add("atleast_1d", S(x=np.array(0.7)))
+add("atleast_2d", S(x=V4))
+add("atleast_3d", S())
+add("broadcast_tensors", S(lambda m, x: (x, leaf(m, V4))))
+add("meshgrid", S(lambda m, x: (x, leaf(m, [0.5, -0.2])), lambda m, x: {"indexing": "ij"},
+                  x=V4))
+add("block_diag", S(lambda m, x: (x, leaf(m, W42))))
+
+# -- indexing ---------------------------------------------------------------------------------
+add("index_select", S(lambda m, x: (x, 0, i(m, [0, 2]))))
+add("index_add", S(lambda m, x: (x, 0, i(m, [0, 2]), leaf(m, Y[:2])), tag="leaf"),
+    S(lambda m, x: (x, 0, i(m, [0, 2]), c(m, Y[:2])), tag="constant"))
+add("gather", S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 1]]))))
+add("take_along_dim", S(lambda m, x: (x, i(m, [[0, 1], [2, 3], [1, 1]]), 1)))
+add("scatter",
+    S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 0]]), leaf(m, Y[:, :2])), tag="src"),
+    S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 0]]), c(m, Y[:, :2])), tag="constant"),
+    S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 0]]), 0.5), tag="value"))
+add("scatter_add",
+    S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 0]]), leaf(m, Y[:, :2])), tag="leaf"),
+    S(lambda m, x: (x, 1, i(m, [[0, 1], [2, 3], [1, 0]]), c(m, Y[:, :2])), tag="constant"))
+add("masked_fill", S(lambda m, x: (x, b(m, MASK), 0.0)),
+    S(lambda m, x: (x, b(m, MASK), leaf(m, 0.5)), tag="tensor"))
+add("masked_select", S(lambda m, x: (x, b(m, MASK))))
+add("take", S(lambda m, x: (x, i(m, [0, 5, 11]))))
+add("select", S(lambda m, x: (x, 0, 1)))
+add("nonzero argwhere", S())
+
+# -- linear algebra ---------------------------------------------------------------------------
+add("matmul mm", S(lambda m, x: (x, leaf(m, W42)), tag="leaf"),
+    S(lambda m, x: (x, c(m, W42)), tag="constant"),
+    S(lambda m, x: (c(m, W42.T), x), x=Y.T, tag="rconstant"))
+add("bmm", S(lambda m, x: (x, leaf(m, np.stack([W42, W42 * 2]))),
+             x=np.stack([X, Y])))
+add("mv", S(lambda m, x: (x, leaf(m, V4)), tag="leaf"),
+    S(lambda m, x: (x, c(m, V4)), tag="constant"))
+add("dot", S(lambda m, x: (x, leaf(m, [0.2, 0.5, -0.4, 1.1])), x=V4))
+add("outer ger", S(lambda m, x: (x, leaf(m, [0.2, 0.5, -0.4])), x=V4, tag="leaf"),
+    S(lambda m, x: (x, c(m, [0.2, 0.5, -0.4])), x=V4, tag="constant"))
+add("einsum", S(lambda m, x: ("ij,jk->ik", x, leaf(m, W42)), tag="leaf"),
+    S(lambda m, x: ("ij,jk->ik", x, c(m, W42)), tag="constant"),
+    S(lambda m, x: ("ij->j", x), tag="reduce"))
+
+# -- conversions and the methods cgrad/tensor.py defines ------------------------------------------
+add("to", S(lambda m, x: (x, m.float32), forms={"method"}))
+add("float half", S(forms={"method"}))
+add("double", S(lambda m, x: (x.float(),), forms={"method"}))
+add("long int bool", S(forms={"method"}))
+add("type", S(lambda m, x: (x, m.float32), forms={"method"}))
+add("add_ sub_ mul_ div_", S(lambda m, x: (x.clone(), leaf(m, Y)), forms={"method"}),
+    S(lambda m, x: (x.clone(), 2.0), forms={"method"}, tag="scalar"))
+add("add_ sub_", S(lambda m, x: (x.clone(), leaf(m, Y)), lambda m, x: {"alpha": 2},
+                   forms={"method"}, tag="alpha"), extend=True)
+add("pow_", S(lambda m, x: (x.clone(), 2), forms={"method"}))
+add("fill_", S(lambda m, x: (x.clone(), 0.5), forms={"method"}))
+add("copy_", S(lambda m, x: (c(m, np.zeros((3, 4))), x), forms={"method"}))
+add("masked_fill_", S(lambda m, x: (x.clone(), b(m, MASK), 0.0), forms={"method"}))
+add("uniform_ normal_", S(lambda m, x: (x.clone(),), forms={"method"}, random=True))
+
+
+def _setitem(m, x):
+    y = x.clone()
+    y[0] = leaf(m, V4)
+    return y
+
+
+add("__setitem__", S(call=_setitem))
+# Indexing and the arithmetic operators are C slots: their samples are expressions.
+add("__getitem__",
+    S(call=lambda m, x: x[0], tag="int"),
+    S(call=lambda m, x: x[0:2], tag="slice"),
+    S(call=lambda m, x: x[:, 1], tag="column"),
+    S(call=lambda m, x: x[None, ..., 1], tag="none_ellipsis"),
+    S(call=lambda m, x: x[[0, 2]], tag="list"),
+    S(call=lambda m, x: x[i(m, [2, 0])], tag="tensor"),
+    S(call=lambda m, x: x[b(m, MASK)], tag="mask"),
+    S(call=lambda m, x: x[[0, 2], [1, 3]], tag="advanced"))
+add("__add__", S(call=lambda m, x: x + 1.0, tag="scalar"),
+    S(call=lambda m, x: x + leaf(m, Y), tag="tensor"))
+add("__radd__", S(call=lambda m, x: 1.0 + x))
+add("__sub__", S(call=lambda m, x: x - 1.0, tag="scalar"),
+    S(call=lambda m, x: x - leaf(m, Y), tag="tensor"))
+add("__rsub__", S(call=lambda m, x: 1.0 - x))
+add("__mul__", S(call=lambda m, x: x * 2.0, tag="scalar"),
+    S(call=lambda m, x: x * leaf(m, Y), tag="tensor"),
+    S(call=lambda m, x: x * c(m, Y), tag="constant"))
+add("__rmul__", S(call=lambda m, x: 2.0 * x))
+add("__truediv__", S(call=lambda m, x: x / 2.0, tag="scalar"),
+    S(call=lambda m, x: x / leaf(m, Y), tag="tensor"))
+add("__rtruediv__", S(call=lambda m, x: 2.0 / x))
+add("__pow__", S(call=lambda m, x: x ** 2, tag="scalar"),
+    S(call=lambda m, x: x ** leaf(m, Y), x=POS, tag="tensor"))
+add("__rpow__", S(call=lambda m, x: 2.0 ** x))
+add("__neg__", S(call=lambda m, x: -x))
+add("__pos__", S(call=lambda m, x: +x))
+add("__matmul__", S(call=lambda m, x: x @ leaf(m, W42)))
+add("__rmatmul__", S(call=lambda m, x: x.__rmatmul__(c(m, np.ones((2, 3))))))
+add("__iadd__", S(call=lambda m, x: _iop(x, "__iadd__", 2.0)))
+add("__isub__", S(call=lambda m, x: _iop(x, "__isub__", 2.0)))
+add("__imul__", S(call=lambda m, x: _iop(x, "__imul__", 2.0)))
+add("__itruediv__", S(call=lambda m, x: _iop(x, "__itruediv__", 2.0)))
+
+
+def _iop(x, op, v):
+    y = x.clone()
+    return getattr(y, op)(v)
+
+
+# -- cgrad.nn.functional -------------------------------------------------------------------
+FS = F_SAMPLES
+add("relu elu selu gelu silu leaky_relu sigmoid tanh softplus", S(forms={"F"}), table=FS)
+add("relu_", S(lambda m, x: (x.clone(),), forms={"F"}), table=FS)
+add("softmax log_softmax", S(lambda m, x: (x, 1), forms={"F"}), table=FS)
+add("linear", S(lambda m, x: (x, leaf(m, W42.T), leaf(m, [0.1, -0.3])), forms={"F"}),
+    S(lambda m, x: (x, c(m, W42.T)), forms={"F"}, tag="constant"), table=FS)
+add("bilinear", S(lambda m, x: (x, leaf(m, Y[:, :3]), leaf(m, np.ones((2, 4, 3)) * 0.1),
+                                leaf(m, [0.1, -0.3])), forms={"F"}), table=FS)
+add("dropout", S(lambda m, x: (x, 0.5), forms={"F"}, random=True), table=FS)
+add("embedding", S(lambda m, x: (i(m, [0, 2, 1]), x), forms={"F"}), table=FS)
+add("one_hot", S(lambda m, x: (i(m, [0, 2, 1]), 3), forms={"F"}), table=FS)
+add("pad", S(lambda m, x: (x, (1, 2)), forms={"F"}),
+    S(lambda m, x: (x, (1, 2)), lambda m, x: {"mode": "reflect"}, x=X[None], forms={"F"},
+      tag="reflect"),
+    S(lambda m, x: (x, (1, 2)), lambda m, x: {"mode": "replicate"}, x=X[None], forms={"F"},
+      tag="replicate"),
+    S(lambda m, x: (x, (1, 2)), lambda m, x: {"mode": "circular"}, x=X[None], forms={"F"},
+      tag="circular"), table=FS)
+add("layer_norm", S(lambda m, x: (x, (4,), leaf(m, V4), leaf(m, -V4)), forms={"F"}),
+    S(lambda m, x: (x, (4,)), forms={"F"}, tag="plain"), table=FS)
+add("batch_norm", S(lambda m, x: (x, c(m, np.zeros(4)), c(m, np.ones(4)), leaf(m, V4),
+                                  leaf(m, -V4)), lambda m, x: {"training": True},
+                    forms={"F"}), table=FS)
+add("mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy_with_logits",
+    S(lambda m, x: (x, c(m, Y)), forms={"F"}), table=FS)
+add("binary_cross_entropy",
+    S(lambda m, x: (x, c(m, np.abs(Y) / 2)), x=POS / 2, forms={"F"}), table=FS)
+add("cross_entropy", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}),
+    S(lambda m, x: (x, i(m, [0, 3, 1])), lambda m, x: {"label_smoothing": 0.1}, forms={"F"},
+      tag="smooth"),
+    S(lambda m, x: (x, c(m, np.abs(Y) / np.abs(Y).sum(1, keepdims=True))), forms={"F"},
+      tag="probs"), table=FS)
+add("nll_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
