@@ -2756,6 +2756,11 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         PyMem_Free(captured)
 
 
+def _engine_active_runs():
+    """Tests: how many engine runs are registered now (all threads); see Note [Run claims]."""
+    return cg_engine_active_runs()
+
+
 def _accumulate_into(TensorBase t not None, g, bint create_graph):
     """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
     if t._grad_fn is None:

@@ -62,6 +62,7 @@ cdef extern from "cg_engine.h":
                       Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
                       Py_ssize_t n_targets, PyObject **captured, int keep_graph,
                       const cg_callbacks_t *cb) except -1
+    Py_ssize_t cg_engine_active_runs() noexcept
 
 cdef extern from "cg_apply.h":
     ctypedef object (*cg_apply_impl_t)(object info, PyObject **args, Py_ssize_t nargs,

@@ -182,6 +182,11 @@ static void unregister_run(cg_run_t *run)
     }
 }
 
+Py_ssize_t cg_engine_active_runs(void)
+{
+    return cg_n_active;
+}
+
 /* Claim `node` for the run if it is not claimed yet. Returns its slot index, or -1. */
 static Py_ssize_t claim(cg_run_t *run, cg_node_t *node)
 {

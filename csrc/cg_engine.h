@@ -58,4 +58,9 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
                   Py_ssize_t n_targets, PyObject **captured, int keep_graph,
                   const cg_callbacks_t *cb);
 
+/* Number of runs registered now, over all threads (each run is registered from its start to
+ * its return, whether it succeeds or fails). For tests: it must be 0 when no backward is in
+ * progress. */
+Py_ssize_t cg_engine_active_runs(void);
+
 #endif /* CGRAD_CG_ENGINE_H */
