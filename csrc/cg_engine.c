@@ -15,6 +15,16 @@
  * other run's slot into that run's table, where the other run's lookups will find it once
  * the hint no longer names it. Run ids are never reused, so a hint naming a finished run is
  * simply overwritten. Every step runs with the GIL held.
+ *
+ * Note [Signals in the engine]: discovery and pruning run no Python code, nor does a node
+ * whose backward is not called (Note [Pass-through backward] in cgrad/_C.pyx), so on a long
+ * graph a pending signal (Ctrl-C) would only be handled once the run ends, after every
+ * gradient was computed and accumulated. Each loop over nodes therefore calls
+ * PyErr_CheckSignals every CG_SIGNAL_PERIOD steps: a handler that raises (KeyboardInterrupt)
+ * fails the run exactly as an exception from a callback does. The handler may run any
+ * Python code, including another backward; it runs between two steps, where the run's state
+ * is as consistent as around a callback. Only the main thread handles signals; in any other
+ * thread, and when no signal is pending, the call returns 0 at once.
  */
 #include "cg_engine.h"
 
@@ -53,6 +63,18 @@ typedef struct {
     Py_ssize_t *stack;
     Py_ssize_t n_stack, cap_stack;
 } cg_run_t;
+
+#define CG_SIGNAL_PERIOD 1024
+
+/* Note [Signals in the engine]: 0, or -1 with the handler's exception set. */
+static inline int check_signals(Py_ssize_t *countdown)
+{
+    if (--*countdown > 0) {
+        return 0;
+    }
+    *countdown = CG_SIGNAL_PERIOD;
+    return PyErr_CheckSignals();
+}
 
 /* Active runs (any thread), for Note [Run hints]. Protected by the GIL. */
 static uint64_t cg_run_counter = 0;
@@ -325,6 +347,7 @@ static void run_free(cg_run_t *run)
 /* Claim everything reachable from the roots and count dependencies. Iterative DFS. */
 static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
 {
+    Py_ssize_t countdown = CG_SIGNAL_PERIOD;
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         if (slot_of(run, roots[r]) >= 0) {
             continue;
@@ -334,6 +357,9 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
             return -1;
         }
         while (run->n_stack > 0) {
+            if (check_signals(&countdown) < 0) {
+                return -1;
+            }
             cg_node_t *n = run->slots[run->stack[--run->n_stack]].node;
             for (Py_ssize_t e = 0; e < n->n_edges; e++) {
                 cg_node_t *t = n->edges[e].node;
@@ -374,7 +400,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         PyMem_Free(left);
         return -1;
     }
-    Py_ssize_t head = 0, tail = 0;
+    Py_ssize_t head = 0, tail = 0, countdown = CG_SIGNAL_PERIOD;
     for (Py_ssize_t i = 0; i < n; i++) {
         left[i] = run->slots[i].deps;
         if (left[i] == 0) {
@@ -382,6 +408,10 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         }
     }
     while (head < tail) {
+        if (check_signals(&countdown) < 0) {
+            PyMem_Free(left);
+            return -1;
+        }
         cg_node_t *nd = run->slots[run->stack[head++]].node;
         for (Py_ssize_t e = 0; e < nd->n_edges; e++) {
             cg_node_t *t = nd->edges[e].node;
@@ -549,7 +579,11 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
         PyErr_NoMemory();
         goto error;
     }
+    Py_ssize_t countdown = CG_SIGNAL_PERIOD;
     while (run.n_heap > 0) {
+        if (check_signals(&countdown) < 0) {
+            goto error;
+        }
         Py_ssize_t idx = heap_pop(&run);
         if (run_node(&run, idx, pruned, targets, target_nrs, n_targets, captured, keep_graph,
                      cb, scratch, needed) < 0) {
