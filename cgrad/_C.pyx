@@ -2761,6 +2761,16 @@ def _engine_active_runs():
     return cg_engine_active_runs()
 
 
+def _engine_after_fork():
+    """os.register_at_fork(after_in_child=...): drop the runs of threads that do not exist in
+    the child (Note [Runs across fork] in csrc/cg_engine.c)."""
+    cg_engine_after_fork_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_engine_after_fork)
+
+
 def _accumulate_into(TensorBase t not None, g, bint create_graph):
     """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
     if t._grad_fn is None:

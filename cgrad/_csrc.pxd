@@ -63,6 +63,7 @@ cdef extern from "cg_engine.h":
                       Py_ssize_t n_targets, PyObject **captured, int keep_graph,
                       const cg_callbacks_t *cb) except -1
     Py_ssize_t cg_engine_active_runs() noexcept
+    void cg_engine_after_fork_child() noexcept
 
 cdef extern from "cg_apply.h":
     ctypedef object (*cg_apply_impl_t)(object info, PyObject **args, Py_ssize_t nargs,

@@ -53,6 +53,7 @@ typedef struct {
 
 typedef struct {
     uint64_t id;          /* unique, never 0; see Note [Run hints] */
+    unsigned long owner;  /* the thread running it (PyThread_get_thread_ident) */
     cg_map_t map;         /* only nodes whose hint another run took over */
     cg_slot_t *slots;
     Py_ssize_t n_slots, cap_slots;
@@ -190,8 +191,28 @@ static int register_run(cg_run_t *run)
         return -1;
     }
     run->id = ++cg_run_counter;
+    run->owner = PyThread_get_thread_ident();
     cg_active[cg_n_active++] = run;
     return 0;
+}
+
+/* Note [Runs across fork]: a run lives on its thread's stack. In a child made by fork() only
+ * the forking thread exists, and the C library recycles (or unmaps) the other threads'
+ * stacks, so the runs they were executing must leave the registry: otherwise find_active
+ * reads them through dangling pointers the first time a node claimed by any earlier run is
+ * claimed again (a crash seen with 8 threads running backward at the fork). What those runs
+ * claimed stays referenced in the child, as everything the dead threads' frames held does.
+ * Runs of the forking thread itself (fork() from inside a backward) carry on. */
+void cg_engine_after_fork_child(void)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < cg_n_active; i++) {
+        if (cg_active[i]->owner == me) {
+            cg_active[kept++] = cg_active[i];
+        }
+    }
+    cg_n_active = kept;
 }
 
 static void unregister_run(cg_run_t *run)

@@ -63,4 +63,8 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
  * progress. */
 Py_ssize_t cg_engine_active_runs(void);
 
+/* In a child process after fork(): forget the runs of every thread but the calling one (see
+ * Note [Runs across fork] in cg_engine.c). Call with the GIL held, before any backward. */
+void cg_engine_after_fork_child(void);
+
 #endif /* CGRAD_CG_ENGINE_H */
