@@ -952,6 +952,8 @@ cdef class Node:
     @property
     def needs_input_grad(self):
         """One bool per forward argument: does that argument require grad."""
+        if cg_needs_node == <PyObject *>self and cg_needs_value != NULL:
+            return <object>cg_needs_value           # Note [Exact needs_input_grad]
         if self._needs is None:
             self._needs = _compute_needs(self)
         return self._needs
@@ -2312,10 +2314,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             return 0
     else:
         same = None
-        if needed != NULL:
-            # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
-            # backward sees needs_input_grad True only for the arguments whose gradient is
-            # used.
+        if needed != NULL or cg_needs_node != NULL:
+            # Note [Exact needs_input_grad]
             res = _apply_pruned(node, fn, grads, needed)
         elif _anomaly_on:
             res = _apply_anomaly(node, fn, grads)
@@ -2365,23 +2365,51 @@ cdef object _apply_anomaly(Node node, object fn, tuple grads):
         raise
 
 
+# Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) a backward sees
+# needs_input_grad True only for the arguments whose gradient is used. That value belongs to
+# one call of the backward, not to the node: other threads, and runs nested in this
+# backward, may run the same node meanwhile and must see its own value (writing it into the
+# node for the call made them see it, and two threads restoring it out of order left it
+# wrong for good). So it is this thread's override for the node whose backward is running,
+# saved and restored around the call; a call outside any pruned one needs no override.
+cdef extern from *:
+    """
+    static CG_THREAD_LOCAL PyObject *cg_needs_node = NULL;   /* borrowed */
+    static CG_THREAD_LOCAL PyObject *cg_needs_value = NULL;  /* borrowed; NULL: the node's */
+    """
+    PyObject *cg_needs_node
+    PyObject *cg_needs_value
+
+
 cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char *needed):
+    """Call a backward with this thread's needs_input_grad override: `needed` (an edge mask)
+    in a pruned run, or none (the node's own value) when needed is NULL."""
+    global cg_needs_node, cg_needs_value
     cdef Py_ssize_t e, pos
     cdef cg_node_t *c = &node.c
-    lst = [False] * node._n_args
-    arg_pos = node._arg_pos
-    for e in range(c.n_edges):
-        if needed[e]:
-            pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
-            lst[pos] = True
-    old = node._needs
-    node._needs = tuple(lst)
+    cdef PyObject *prev_node = cg_needs_node
+    cdef PyObject *prev_value = cg_needs_value
+    needs = None
+    if needed != NULL:
+        lst = [False] * node._n_args
+        arg_pos = node._arg_pos
+        for e in range(c.n_edges):
+            if needed[e]:
+                pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
+                lst[pos] = True
+        needs = tuple(lst)
+        cg_needs_node = <PyObject *>node
+        cg_needs_value = <PyObject *>needs      # kept alive by `needs` during the call
+    else:
+        cg_needs_node = NULL
+        cg_needs_value = NULL
     try:
         if _anomaly_on:
             return _apply_anomaly(node, fn, grads)
         return fn(*grads)
     finally:
-        node._needs = old
+        cg_needs_node = prev_node
+        cg_needs_value = prev_value
 
 
 cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):

@@ -220,6 +220,74 @@ def test_threads_backward_through_a_shared_retained_subgraph(fast_switch):
     assert w.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+# --------------------------------------------------------------------------------------
+# Note [Exact needs_input_grad]: the needs_input_grad a backward sees in a pruned run belongs
+# to that call. It used to be written into the shared node for the call: a thread running
+# the same node meanwhile saw the other thread's value (a gradient silently missing, or "appears
+# to not have been used in the graph"), and two threads restoring it out of order left it
+# wrong for every later run.
+
+class CheckedMul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        s = 0
+        for i in range(50):          # Python work: with a tiny switch interval the GIL moves
+            s += i
+        ga = g * b if ctx.needs_input_grad[0] else None
+        gb = g * a if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def test_threads_see_their_own_needs_input_grad_on_a_shared_node(fast_switch):
+    x = cgrad.tensor(np.ones(10), requires_grad=True)
+    w = cgrad.tensor(np.full(10, 2.0), requires_grad=True)
+    loss = CheckedMul.apply(x, w).sum()
+    node = loss.grad_fn.next_functions[0][0]
+
+    def work(k):
+        target, want = (x, 2.0) if k % 2 else (w, 1.0)
+        for _ in range(150):
+            (g,) = cgrad.autograd.grad(loss, [target], retain_graph=True)
+            assert np.all(g.numpy() == want)
+
+    _run_threads(work)
+    assert node.needs_input_grad == (True, True)
+    loss.backward()
+    assert x.grad.tolist() == [2.0] * 10 and w.grad.tolist() == [1.0] * 10
+
+
+def test_a_run_nested_in_a_pruned_backward_sees_the_nodes_own_needs_input_grad():
+    seen = []
+
+    class Nest(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(ctx.needs_input_grad)
+            if len(seen) == 1:
+                with cgrad.enable_grad():
+                    loss.backward(retain_graph=True)      # a full run through this node
+            seen.append(ctx.needs_input_grad)
+            return g * 2.0, g * 3.0
+
+    a = cgrad.tensor([1.0], requires_grad=True)
+    b = cgrad.tensor([1.0], requires_grad=True)
+    loss = Nest.apply(a, b).sum()
+    (ga,) = cgrad.autograd.grad(loss, [a], retain_graph=True)
+    # outer (pruned to a), nested (full run: the node's own value), outer again
+    assert seen == [(True, False), (True, True), (True, True), (True, False)]
+    assert ga.tolist() == [2.0] and a.grad.tolist() == [2.0] and b.grad.tolist() == [3.0]
+
+
 # ======================================================================================
 # Which modes are thread-local: as torch 2.13
 
