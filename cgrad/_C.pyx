@@ -2414,6 +2414,18 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
 
 cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
     lst = list(grads)
+    _run_tensor_hooks(x, lst)
+    if x.pre_hooks is not None:
+        for fn in list(x.pre_hooks.values()):
+            r = fn(tuple(lst))
+            if r is not None:
+                lst = list(r)
+    return tuple(lst)
+
+
+cdef _run_tensor_hooks(_NodeExtra x, list lst):
+    """A node's tensor pre-hooks (Tensor.register_hook on its outputs), then retain_grad,
+    on the gradients in lst (replaced in place by what the hooks return)."""
     if x.tensor_pre is not None:
         for nr, hooks in list(x.tensor_pre.items()):
             if lst[nr] is None:
@@ -2429,12 +2441,6 @@ cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
             if t is None or lst[nr] is None:
                 continue
             _retain_accumulate(<TensorBase>t, lst[nr])
-    if x.pre_hooks is not None:
-        for fn in list(x.pre_hooks.values()):
-            r = fn(tuple(lst))
-            if r is not None:
-                lst = list(r)
-    return tuple(lst)
 
 
 cdef _retain_accumulate(TensorBase t, object g):
@@ -2654,6 +2660,44 @@ cdef int _cb_release(void *state, cg_node_t *c) except -1:
     return 0
 
 
+cdef int _cb_hooks(void *state, cg_node_t *c, cg_buf_t *bufs) except -1:
+    """The tensor hooks of a gradient autograd.grad captures at a node it does not run: a
+    leaf's hooks, or a non-leaf's hooks and retain_grad (not the node's pre-hooks), as torch
+    runs them (call_tensor_pre_hooks) before capturing."""
+    cdef Node node = <Node>c.self
+    cdef Py_ssize_t i, n = c.n_outputs if c.n_outputs > 0 else 1
+    cdef TensorBase var
+    cdef PyObject *old
+    cdef PyObject *new
+    if c.kind == CG_NODE_ACCUMULATE:
+        var = <TensorBase>(<AccumulateGrad>node)._variable
+        if var._hooks is None or bufs[0].g == NULL:
+            return 0
+        g = <object>bufs[0].g
+        for fn in list((<dict>var._hooks).values()):
+            r = fn(g)
+            if r is not None:
+                _check_hook_result(fn, g, r)
+                g = r
+        lst = [g]
+    else:
+        x = node._x
+        if x is None or (x.tensor_pre is None and x.retain is None):
+            return 0
+        lst = [None if bufs[i].g == NULL else <object>bufs[i].g for i in range(n)]
+        _run_tensor_hooks(x, lst)
+    for i in range(n):
+        g = lst[i]
+        new = NULL if g is None else <PyObject *>g
+        if new != bufs[i].g:
+            Py_XINCREF(new)
+            old = bufs[i].g
+            bufs[i].g = new
+            bufs[i].owned = 0
+            _xdecref(old)
+    return 0
+
+
 cdef cg_callbacks_t _make_callbacks(_RunState st):
     cdef cg_callbacks_t cb
     cb.ctx = <void *>st
@@ -2661,6 +2705,7 @@ cdef cg_callbacks_t _make_callbacks(_RunState st):
     cb.accumulate = _cb_accumulate
     cb.add = _cb_add
     cb.release = _cb_release
+    cb.hooks = _cb_hooks
     return cb
 
 
@@ -2698,12 +2743,15 @@ cdef tuple _root_of(TensorBase t, Py_ssize_t i):
         f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
-def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs):
+def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs,
+                bint accumulate=False):
     """Run the engine from `tensors` seeded with `grads` (validated by the caller).
 
     inputs is None: accumulate into every reachable leaf. Otherwise a list of tensors: the run
-    is pruned to them and the gradients that reach them are returned (a list, None where no
-    gradient arrived); nothing is accumulated.
+    is pruned to them, and either (accumulate=False: autograd.grad) the gradients that reach
+    them are returned (a list, None where no gradient arrived) and nothing is accumulated, or
+    (accumulate=True: backward(inputs=)) they are accumulated into the inputs as the run
+    reaches them (leaves, and non-leaves through their retain_grad) and None is returned.
     """
     cdef Py_ssize_t n = len(tensors), m = 0, i
     cdef _RunState st = _RunState.__new__(_RunState)
@@ -2756,10 +2804,10 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         cg_set_grad_enabled(create_graph)
         try:
             cg_engine_run(roots, root_nrs, root_grads, n, targets, target_nrs, m, captured,
-                          keep_graph, &cb)
+                          accumulate, keep_graph, &cb)
         finally:
             cg_set_grad_enabled(prev)
-        if inputs is None:
+        if inputs is None or accumulate:
             return None
         out = []
         for i in range(m):

@@ -401,8 +401,9 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
     return 0;
 }
 
-/* Pruned runs: mark on_path / exec, then recount dependencies over the executed part. */
-static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
+/* Pruned runs: mark on_path / exec, then recount dependencies over the executed part.
+ * run_targets: the targets are executed too (see cg_engine_run). */
+static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets, int run_targets)
 {
     Py_ssize_t n = run->n_slots;
     for (Py_ssize_t t = 0; t < n_targets; t++) {
@@ -456,7 +457,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
                 break;
             }
         }
-        s->exec = (unsigned char)reach;
+        s->exec = (unsigned char)(reach || (run_targets && s->target));
         s->on_path = (unsigned char)(reach || s->target);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -489,7 +490,12 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
     cg_slot_t *s = &run->slots[idx];
     cg_node_t *node = s->node;
     Py_ssize_t off = s->buf_off;
-    if (s->target) {
+    if (s->target && captured != NULL) {
+        /* A target that is not run gets its tensor hooks here; one that is run captures
+         * the gradient before its hooks, as torch does. */
+        if (!s->exec && cb->hooks(cb->ctx, node, &run->bufs[off]) < 0) {
+            return -1;
+        }
         for (Py_ssize_t t = 0; t < n_targets; t++) {
             if (targets[t] == node) {
                 PyObject *g = run->bufs[off + target_nrs[t]].g;
@@ -555,7 +561,7 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
 
 int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
                   Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
-                  Py_ssize_t n_targets, PyObject **captured, int keep_graph,
+                  Py_ssize_t n_targets, PyObject **captured, int run_targets, int keep_graph,
                   const cg_callbacks_t *cb)
 {
     cg_run_t run;
@@ -564,7 +570,10 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     unsigned char *needed = NULL;
     Py_ssize_t n_scratch = 0;
     int pruned = n_targets > 0;
-    for (Py_ssize_t t = 0; t < n_targets; t++) {
+    if (run_targets) {
+        captured = NULL;
+    }
+    for (Py_ssize_t t = 0; captured != NULL && t < n_targets; t++) {
         captured[t] = NULL;
     }
     if (register_run(&run) < 0) {
@@ -573,7 +582,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     if (discover(&run, roots, n_roots) < 0) {
         goto error;
     }
-    if (pruned && prune(&run, targets, n_targets) < 0) {
+    if (pruned && prune(&run, targets, n_targets, run_targets) < 0) {
         goto error;
     }
     for (Py_ssize_t r = 0; r < n_roots; r++) {
@@ -619,7 +628,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
 error:
     PyMem_Free(scratch);
     PyMem_Free(needed);
-    for (Py_ssize_t t = 0; t < n_targets; t++) {
+    for (Py_ssize_t t = 0; captured != NULL && t < n_targets; t++) {
         Py_CLEAR(captured[t]);
     }
     {

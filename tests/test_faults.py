@@ -247,18 +247,12 @@ def test_failure_in_a_custom_function_with_many_inputs_and_outputs():
 
 WHERE = ["backward", "tensor_hook", "leaf_hook", "node_prehook", "node_hook", "post_acc_hook"]
 MODES = ["plain", "retain", "create", "grad_inputs", "backward_inputs"]
-_DIVERGES = {  # known differences from torch, fixed in the following commits
-    "backward_inputs": "backward(inputs=) accumulates only after the run",
-    ("leaf_hook", "grad_inputs"): "grad() does not run the hooks of a leaf it captures",
-}
 
 
 def _cases():
     for where in WHERE:
         for mode in MODES:
-            why = _DIVERGES.get(mode) or _DIVERGES.get((where, mode))
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            yield pytest.param(where, mode, marks=marks, id=f"{where}-{mode}")
+            yield pytest.param(where, mode, id=f"{where}-{mode}")
 
 
 def _hooked_scenario(lib, where, mode):
@@ -385,6 +379,69 @@ def test_fault_in_user_code_during_backward_as_torch(where, mode, torch):
         mine = _hooked_scenario(cgrad, where, mode)
         theirs = _hooked_scenario(torch, where, mode)
     assert mine == theirs
+
+
+def _pruned_hooks_scenario(lib):
+    """What torch does with hooks and accumulation in pruned runs: autograd.grad captures a
+    gradient after the tensor hooks of a target it does not run (a leaf's hooks, a
+    non-leaf's hooks and retain_grad) and before those of a target it runs;
+    backward(inputs=) accumulates when the run reaches an input, through retain_grad for a
+    non-leaf (which stays set)."""
+    out = []
+    x = lib.tensor([1.0], requires_grad=True)
+    h = x * 3
+    h.register_hook(lambda g: g * 100)
+    out.append([g.tolist() for g in lib.autograd.grad((h * 2).sum(), [h, x], retain_graph=True)])
+    out.append([g.tolist() for g in lib.autograd.grad((h * 2).sum(), [h], retain_graph=True)])
+    x.register_hook(lambda g: g * 10)
+    out.append([g.tolist() for g in lib.autograd.grad((h * 2).sum(), [h, x], retain_graph=True)])
+    out.append([g.tolist() for g in lib.autograd.grad((x * 2).sum(), [x])])
+    h2 = x * 3
+    h2.retain_grad()
+    lib.autograd.grad((h2 * 2).sum(), [h2], retain_graph=True)
+    out.append(h2.grad.tolist())
+    # backward(inputs=): order of accumulation, a non-leaf input, an input given twice
+    a = lib.tensor([1.0, 2.0], requires_grad=True)
+    b = lib.tensor([3.0], requires_grad=True)
+    log = []
+    q = (b * 2) * 3
+    p = a * a
+    a.register_post_accumulate_grad_hook(
+        lambda t: log.append(("a", None if b.grad is None else b.grad.tolist())))
+    b.register_post_accumulate_grad_hook(
+        lambda t: log.append(("b", None if a.grad is None else a.grad.tolist())))
+    loss = p.sum() + q.sum()
+    hb = q.grad_fn.next_functions[0][0]
+    loss.backward(inputs=[b, a, q, a], retain_graph=True)
+    out.append(log)
+    out.append((q.retains_grad, q.grad.tolist(), a.grad.tolist(), b.grad.tolist()))
+    loss.backward(retain_graph=True)
+    out.append((q.grad.tolist(), a.grad.tolist()))
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    w.backward(lib.tensor([3.0, 4.0]), inputs=[w])
+    out.append(w.grad.tolist())
+    del hb
+    return out
+
+
+def test_pruned_runs_run_hooks_and_accumulate_as_torch_does():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # .grad of a non-leaf
+        out = _pruned_hooks_scenario(cgrad)
+    assert out == [
+        [[2.0], [600.0]], [[200.0]], [[2.0], [6000.0]], [[20.0]], [2.0],
+        # the log also gets the plain backward's two entries
+        [("a", None), ("b", [2.0, 4.0]), ("a", [6.0]), ("b", [4.0, 8.0])],
+        (True, [1.0], [2.0, 4.0], [6.0]),
+        ([2.0], [4.0, 8.0]),
+        [3.0, 4.0],
+    ]
+
+
+def test_pruned_runs_run_hooks_and_accumulate_as_torch(torch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _pruned_hooks_scenario(cgrad) == _pruned_hooks_scenario(torch)
 
 
 def test_fault_restores_grad_mode_of_the_caller():
