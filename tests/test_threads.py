@@ -502,8 +502,7 @@ def _run_script(src, timeout=120):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-@pytest.mark.parametrize("attempt", range(2))
-def test_fork_while_threads_run_backward(attempt):
+def test_fork_while_threads_run_backward():
     """The child runs backward on an inherited graph that the other threads' runs had
     claimed (their runs were registered at the fork: Note [Runs across fork]) and on fresh
     graphs, in its own threads too; it exits 0. The parent carries on."""
