@@ -523,6 +523,10 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
         }
     }
     if (cb->apply(cb->ctx, node, &run->bufs[off], pruned ? needed : NULL, scratch) < 0) {
+        /* the callback may have written some gradients before it failed */
+        for (Py_ssize_t e = 0; e < ne; e++) {
+            Py_CLEAR(scratch[e]);
+        }
         return -1;
     }
     /* The node's inputs are consumed: drop them before its outputs are delivered. */

@@ -30,7 +30,7 @@ typedef struct {
      * out[]; the engine owns them afterwards. `needed` is NULL in a full run; in a pruned
      * run needed[e] says whether edge e leads to a target (gradients sent along other edges
      * are dropped, so the backward may skip them: exact needs_input_grad). Returns 0, or -1
-     * with an exception set (out must then hold only NULLs). */
+     * with an exception set (the engine then releases whatever out[] holds). */
     int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, const unsigned char *needed,
                  PyObject **out);
     /* Accumulate a gradient into the leaf of an AccumulateGrad node. `grad` is BORROWED;

@@ -241,6 +241,33 @@ def test_failure_in_a_custom_function_with_many_inputs_and_outputs():
     _engine_works()
 
 
+def test_invalid_gradient_after_a_valid_one_leaks_nothing():
+    """A backward's gradients are validated edge by edge; when a later one is invalid, the
+    ones already validated were leaked (the engine did not release the callback's partial
+    output)."""
+    refs = []
+
+    class Two(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            good = cgrad.tensor(np.ones(100))
+            refs.append(weakref.ref(good))
+            return good, cgrad.tensor(np.ones(7))           # the wrong shape for b
+
+    a = _t(np.ones(100), True)
+    b = _t(np.ones(100), True)
+    with pytest.raises(RuntimeError, match="returned an invalid gradient at index 1"):
+        Two.apply(a, b).sum().backward()
+    _collect()
+    assert refs[0]() is None
+    assert a.grad is None and b.grad is None
+    _engine_works()
+
+
 def test_failure_while_the_engine_sums_two_gradients():
     """The engine's buffer sum (two gradients into one input) calls the gradients' __add__
     when they are not plain Tensors: it raises, the run unwinds, the leaf is untouched."""
