@@ -2848,7 +2848,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def _accumulate_into(TensorBase t not None, g, bint create_graph):
-    """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
+    """Accumulate g into t.grad (leaf rules; the retain_grad rule for a non-leaf)."""
     if t._grad_fn is None:
         _accumulate_leaf(t, g, False, create_graph)
     else:

@@ -35,7 +35,7 @@ typedef struct {
     Py_ssize_t deps;      /* edges still to deliver into this node */
     Py_ssize_t buf_off;   /* first of node->n_outputs buffers in run.bufs */
     unsigned char on_path;  /* pruned runs: reaches a target (or is one) */
-    unsigned char exec;     /* pruned runs: must run (some input reaches a target) */
+    unsigned char exec;     /* pruned runs: must run (reaches a target, or is one that runs) */
     unsigned char target;   /* is a capture target */
 } cg_slot_t;
 
