@@ -220,6 +220,36 @@ def test_threads_backward_through_a_shared_retained_subgraph(fast_switch):
     assert w.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_threads_freeing_a_graph_others_are_running(fast_switch):
+    """Some threads run a shared graph with retain_graph=False (freeing its saved tensors node
+    by node) while others run it with retain_graph=True: each run either gives the right
+    gradient or raises torch's "second time" error, never anything else."""
+    outcomes = []
+    for _ in range(10):
+        w = cgrad.tensor(np.linspace(0.1, 1.0, 50), requires_grad=True)
+        h = w
+        for _ in range(40):
+            h = (h * 1.0).exp().log()              # nodes that save tensors
+        loss = (h * h).sum()
+
+        def work(k):
+            for i in range(3):
+                try:
+                    if (k + i) % 2:
+                        (g,) = cgrad.autograd.grad(loss, w)
+                        np.testing.assert_allclose(g.numpy(), 2 * w.detach().numpy(),
+                                                   rtol=1e-12)
+                    else:
+                        loss.backward(retain_graph=True)
+                    outcomes.append("ok")
+                except RuntimeError as e:
+                    assert "backward through the graph a second time" in str(e)
+                    outcomes.append("freed")
+
+        _run_threads(work, n=4)
+    assert set(outcomes) == {"ok", "freed"}
+
+
 # --------------------------------------------------------------------------------------
 # Note [Exact needs_input_grad]: the needs_input_grad a backward sees in a pruned run belongs
 # to that call. It used to be written into the shared node for the call: a thread running
