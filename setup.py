@@ -5,6 +5,8 @@ Metadata lives in pyproject.toml; this file only declares the extension.
 Switches (environment variables, as msgspec):
   CGRAD_DEBUG=1     -O0 -g, assertions on, Cython bound checks, -Wall -Wextra
   CGRAD_SANITIZE=1  -fsanitize=address,undefined (with -g)
+  CGRAD_TSAN=1      -fsanitize=thread (with -g; ThreadSanitizer, run with LD_PRELOAD of
+                    libtsan: see .ci/tsan; cannot be combined with CGRAD_SANITIZE)
   (neither)         a release build: no debug information (-g0, overriding the -g that
                     Python's own CFLAGS usually carry) and, on Linux, symbols stripped at
                     link time (-s): the .so files are several times smaller
@@ -37,9 +39,14 @@ def get_ext_options(opt="-O2", threads=False):
         directives["boundscheck"] = True
     else:
         compile_args += [opt]
+    if _flag("CGRAD_SANITIZE") and _flag("CGRAD_TSAN"):
+        raise SystemExit("CGRAD_SANITIZE and CGRAD_TSAN cannot be combined")
     if _flag("CGRAD_SANITIZE"):
         compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
         link_args += ["-fsanitize=address,undefined"]
+    elif _flag("CGRAD_TSAN"):
+        compile_args += ["-fsanitize=thread", "-fno-omit-frame-pointer", "-g"]
+        link_args += ["-fsanitize=thread"]
     elif not _flag("CGRAD_DEBUG") and os.name != "nt":
         compile_args += ["-g0"]
         if sys.platform.startswith("linux"):

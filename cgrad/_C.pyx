@@ -965,6 +965,8 @@ cdef class Node:
     def needs_input_grad(self):
         """A tuple of bools, one per argument of ``forward``: whether the gradient of that
         argument is needed (backward may skip computing the others and return None)."""
+        if cg_needs_node == <PyObject *>self and cg_needs_value != NULL:
+            return <object>cg_needs_value           # Note [Exact needs_input_grad]
         if self._needs is None:
             self._needs = _compute_needs(self)
         return self._needs
@@ -2361,10 +2363,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             return 0
     else:
         same = None
-        if needed != NULL:
-            # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) the
-            # backward sees needs_input_grad True only for the arguments whose gradient is
-            # used.
+        if needed != NULL or cg_needs_node != NULL:
+            # Note [Exact needs_input_grad]
             res = _apply_pruned(node, fn, grads, needed)
         elif _anomaly_on:
             res = _apply_anomaly(node, fn, grads)
@@ -2414,27 +2414,67 @@ cdef object _apply_anomaly(Node node, object fn, tuple grads):
         raise
 
 
+# Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) a backward sees
+# needs_input_grad True only for the arguments whose gradient is used. That value belongs to
+# one call of the backward, not to the node: other threads, and runs nested in this
+# backward, may run the same node meanwhile and must see its own value (writing it into the
+# node for the call made them see it, and two threads restoring it out of order left it
+# wrong for good). So it is this thread's override for the node whose backward is running,
+# saved and restored around the call; a call outside any pruned one needs no override.
+cdef extern from *:
+    """
+    static CG_THREAD_LOCAL PyObject *cg_needs_node = NULL;   /* borrowed */
+    static CG_THREAD_LOCAL PyObject *cg_needs_value = NULL;  /* borrowed; NULL: the node's */
+    """
+    PyObject *cg_needs_node
+    PyObject *cg_needs_value
+
+
 cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char *needed):
+    """Call a backward with this thread's needs_input_grad override: `needed` (an edge mask)
+    in a pruned run, or none (the node's own value) when needed is NULL."""
+    global cg_needs_node, cg_needs_value
     cdef Py_ssize_t e, pos
     cdef cg_node_t *c = &node.c
-    lst = [False] * node._n_args
-    arg_pos = node._arg_pos
-    for e in range(c.n_edges):
-        if needed[e]:
-            pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
-            lst[pos] = True
-    old = node._needs
-    node._needs = tuple(lst)
+    cdef PyObject *prev_node = cg_needs_node
+    cdef PyObject *prev_value = cg_needs_value
+    needs = None
+    if needed != NULL:
+        lst = [False] * node._n_args
+        arg_pos = node._arg_pos
+        for e in range(c.n_edges):
+            if needed[e]:
+                pos = e if arg_pos is None else <Py_ssize_t>arg_pos[e]
+                lst[pos] = True
+        needs = tuple(lst)
+        cg_needs_node = <PyObject *>node
+        cg_needs_value = <PyObject *>needs      # kept alive by `needs` during the call
+    else:
+        cg_needs_node = NULL
+        cg_needs_value = NULL
     try:
         if _anomaly_on:
             return _apply_anomaly(node, fn, grads)
         return fn(*grads)
     finally:
-        node._needs = old
+        cg_needs_node = prev_node
+        cg_needs_value = prev_value
 
 
 cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
     lst = list(grads)
+    _run_tensor_hooks(x, lst)
+    if x.pre_hooks is not None:
+        for fn in list(x.pre_hooks.values()):
+            r = fn(tuple(lst))
+            if r is not None:
+                lst = list(r)
+    return tuple(lst)
+
+
+cdef _run_tensor_hooks(_NodeExtra x, list lst):
+    """A node's tensor pre-hooks (Tensor.register_hook on its outputs), then retain_grad,
+    on the gradients in lst (replaced in place by what the hooks return)."""
     if x.tensor_pre is not None:
         for nr, hooks in list(x.tensor_pre.items()):
             if lst[nr] is None:
@@ -2450,12 +2490,6 @@ cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
             if t is None or lst[nr] is None:
                 continue
             _retain_accumulate(<TensorBase>t, lst[nr])
-    if x.pre_hooks is not None:
-        for fn in list(x.pre_hooks.values()):
-            r = fn(tuple(lst))
-            if r is not None:
-                lst = list(r)
-    return tuple(lst)
 
 
 cdef _retain_accumulate(TensorBase t, object g):
@@ -2673,8 +2707,10 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
 # keeps what torch saves either through save_for_backward (freed here; the node is then
 # `_released`) or, where torch saves a tensor that cgrad keeps as a plain value (the scalar of
 # x * 2, which torch wraps in a tensor; index arrays, masks), in `ctx._aux`: such an op
-# declares `_cg_saves = True` and its `_aux` is dropped here as well. A released built-in
-# node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would read
+# declares `_cg_saves = True`, and the node is marked released and its `_aux` dropped as
+# well (kept, while other runs are active: one of them, in another thread or around a nested
+# backward, may be inside this node's backward and about to read it). A released
+# built-in node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would read
 # what was freed, as torch's nodes do; a custom Function raises only when its backward reads
 # ctx.saved_tensors (torch's behaviour for custom Functions). Ops that save nothing (add,
 # views, sum, cat, ...) run again as in torch. None of this is on the forward path.
@@ -2684,8 +2720,49 @@ cdef int _cb_release(void *state, cg_node_t *c) except -1:
         _release_saved(node)
     fn = node._fn
     if fn is not None and (<_FnInfo>fn).saves:
-        node._aux = None
         node._released = True
+        if cg_engine_active_runs() <= 1:
+            # no other run (another thread's, or an outer one around a nested backward)
+            # can be inside this node's backward, reading it: free it as torch does
+            node._aux = None
+    return 0
+
+
+cdef int _cb_hooks(void *state, cg_node_t *c, cg_buf_t *bufs) except -1:
+    """The tensor hooks of a gradient autograd.grad captures at a node it does not run: a
+    leaf's hooks, or a non-leaf's hooks and retain_grad (not the node's pre-hooks), as torch
+    runs them (call_tensor_pre_hooks) before capturing."""
+    cdef Node node = <Node>c.self
+    cdef Py_ssize_t i, n = c.n_outputs if c.n_outputs > 0 else 1
+    cdef TensorBase var
+    cdef PyObject *old
+    cdef PyObject *new
+    if c.kind == CG_NODE_ACCUMULATE:
+        var = <TensorBase>(<AccumulateGrad>node)._variable
+        if var._hooks is None or bufs[0].g == NULL:
+            return 0
+        g = <object>bufs[0].g
+        for fn in list((<dict>var._hooks).values()):
+            r = fn(g)
+            if r is not None:
+                _check_hook_result(fn, g, r)
+                g = r
+        lst = [g]
+    else:
+        x = node._x
+        if x is None or (x.tensor_pre is None and x.retain is None):
+            return 0
+        lst = [None if bufs[i].g == NULL else <object>bufs[i].g for i in range(n)]
+        _run_tensor_hooks(x, lst)
+    for i in range(n):
+        g = lst[i]
+        new = NULL if g is None else <PyObject *>g
+        if new != bufs[i].g:
+            Py_XINCREF(new)
+            old = bufs[i].g
+            bufs[i].g = new
+            bufs[i].owned = 0
+            _xdecref(old)
     return 0
 
 
@@ -2696,6 +2773,7 @@ cdef cg_callbacks_t _make_callbacks(_RunState st):
     cb.accumulate = _cb_accumulate
     cb.add = _cb_add
     cb.release = _cb_release
+    cb.hooks = _cb_hooks
     return cb
 
 
@@ -2733,12 +2811,15 @@ cdef tuple _root_of(TensorBase t, Py_ssize_t i):
         f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
-def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs):
+def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs,
+                bint accumulate=False):
     """Run the engine from `tensors` seeded with `grads` (validated by the caller).
 
     inputs is None: accumulate into every reachable leaf. Otherwise a list of tensors: the run
-    is pruned to them and the gradients that reach them are returned (a list, None where no
-    gradient arrived); nothing is accumulated.
+    is pruned to them, and either (accumulate=False: autograd.grad) the gradients that reach
+    them are returned (a list, None where no gradient arrived) and nothing is accumulated, or
+    (accumulate=True: backward(inputs=)) they are accumulated into the inputs as the run
+    reaches them (leaves, and non-leaves through their retain_grad) and None is returned.
     """
     cdef Py_ssize_t n = len(tensors), m = 0, i
     cdef _RunState st = _RunState.__new__(_RunState)
@@ -2791,10 +2872,10 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         cg_set_grad_enabled(create_graph)
         try:
             cg_engine_run(roots, root_nrs, root_grads, n, targets, target_nrs, m, captured,
-                          keep_graph, &cb)
+                          accumulate, keep_graph, &cb)
         finally:
             cg_set_grad_enabled(prev)
-        if inputs is None:
+        if inputs is None or accumulate:
             return None
         out = []
         for i in range(m):
@@ -2819,8 +2900,23 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         PyMem_Free(captured)
 
 
+def _engine_active_runs():
+    """Tests: how many engine runs are registered now (all threads); see Note [Run claims]."""
+    return cg_engine_active_runs()
+
+
+def _engine_after_fork():
+    """os.register_at_fork(after_in_child=...): drop the runs of threads that do not exist in
+    the child (Note [Runs across fork] in csrc/cg_engine.c)."""
+    cg_engine_after_fork_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_engine_after_fork)
+
+
 def _accumulate_into(TensorBase t not None, g, bint create_graph):
-    """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
+    """Accumulate g into t.grad (leaf rules; the retain_grad rule for a non-leaf)."""
     if t._grad_fn is None:
         _accumulate_leaf(t, g, False, create_graph)
     else:

@@ -57,11 +57,14 @@ cdef extern from "cg_engine.h":
         int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned) except -1
         PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned) except NULL
         int (*release)(void *ctx, cg_node_t *node) except -1
+        int (*hooks)(void *ctx, cg_node_t *node, cg_buf_t *bufs) except -1
 
     int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
                       Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
-                      Py_ssize_t n_targets, PyObject **captured, int keep_graph,
-                      const cg_callbacks_t *cb) except -1
+                      Py_ssize_t n_targets, PyObject **captured, int run_targets,
+                      int keep_graph, const cg_callbacks_t *cb) except -1
+    Py_ssize_t cg_engine_active_runs() noexcept
+    void cg_engine_after_fork_child() noexcept
 
 cdef extern from "cg_apply.h":
     ctypedef object (*cg_apply_impl_t)(object info, PyObject **args, Py_ssize_t nargs,

@@ -15,6 +15,16 @@
  * other run's slot into that run's table, where the other run's lookups will find it once
  * the hint no longer names it. Run ids are never reused, so a hint naming a finished run is
  * simply overwritten. Every step runs with the GIL held.
+ *
+ * Note [Signals in the engine]: discovery and pruning run no Python code, nor does a node
+ * whose backward is not called (Note [Pass-through backward] in cgrad/_C.pyx), so on a long
+ * graph a pending signal (Ctrl-C) would only be handled once the run ends, after every
+ * gradient was computed and accumulated. Each loop over nodes therefore calls
+ * PyErr_CheckSignals every CG_SIGNAL_PERIOD steps: a handler that raises (KeyboardInterrupt)
+ * fails the run exactly as an exception from a callback does. The handler may run any
+ * Python code, including another backward; it runs between two steps, where the run's state
+ * is as consistent as around a callback. Only the main thread handles signals; in any other
+ * thread, and when no signal is pending, the call returns 0 at once.
  */
 #include "cg_engine.h"
 
@@ -25,7 +35,7 @@ typedef struct {
     Py_ssize_t deps;      /* edges still to deliver into this node */
     Py_ssize_t buf_off;   /* first of node->n_outputs buffers in run.bufs */
     unsigned char on_path;  /* pruned runs: reaches a target (or is one) */
-    unsigned char exec;     /* pruned runs: must run (some input reaches a target) */
+    unsigned char exec;     /* pruned runs: must run (reaches a target, or is one that runs) */
     unsigned char target;   /* is a capture target */
 } cg_slot_t;
 
@@ -43,6 +53,7 @@ typedef struct {
 
 typedef struct {
     uint64_t id;          /* unique, never 0; see Note [Run hints] */
+    unsigned long owner;  /* the thread running it (PyThread_get_thread_ident) */
     cg_map_t map;         /* only nodes whose hint another run took over */
     cg_slot_t *slots;
     Py_ssize_t n_slots, cap_slots;
@@ -53,6 +64,18 @@ typedef struct {
     Py_ssize_t *stack;
     Py_ssize_t n_stack, cap_stack;
 } cg_run_t;
+
+#define CG_SIGNAL_PERIOD 1024
+
+/* Note [Signals in the engine]: 0, or -1 with the handler's exception set. */
+static inline int check_signals(Py_ssize_t *countdown)
+{
+    if (--*countdown > 0) {
+        return 0;
+    }
+    *countdown = CG_SIGNAL_PERIOD;
+    return PyErr_CheckSignals();
+}
 
 /* Active runs (any thread), for Note [Run hints]. Protected by the GIL. */
 static uint64_t cg_run_counter = 0;
@@ -168,8 +191,28 @@ static int register_run(cg_run_t *run)
         return -1;
     }
     run->id = ++cg_run_counter;
+    run->owner = PyThread_get_thread_ident();
     cg_active[cg_n_active++] = run;
     return 0;
+}
+
+/* Note [Runs across fork]: a run lives on its thread's stack. In a child made by fork() only
+ * the forking thread exists, and the C library recycles (or unmaps) the other threads'
+ * stacks, so the runs they were executing must leave the registry: otherwise find_active
+ * reads them through dangling pointers the first time a node claimed by any earlier run is
+ * claimed again (a crash seen with 8 threads running backward at the fork). What those runs
+ * claimed stays referenced in the child, as everything the dead threads' frames held does.
+ * Runs of the forking thread itself (fork() from inside a backward) carry on. */
+void cg_engine_after_fork_child(void)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < cg_n_active; i++) {
+        if (cg_active[i]->owner == me) {
+            cg_active[kept++] = cg_active[i];
+        }
+    }
+    cg_n_active = kept;
 }
 
 static void unregister_run(cg_run_t *run)
@@ -180,6 +223,11 @@ static void unregister_run(cg_run_t *run)
             return;
         }
     }
+}
+
+Py_ssize_t cg_engine_active_runs(void)
+{
+    return cg_n_active;
 }
 
 /* Claim `node` for the run if it is not claimed yet. Returns its slot index, or -1. */
@@ -320,6 +368,7 @@ static void run_free(cg_run_t *run)
 /* Claim everything reachable from the roots and count dependencies. Iterative DFS. */
 static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
 {
+    Py_ssize_t countdown = CG_SIGNAL_PERIOD;
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         if (slot_of(run, roots[r]) >= 0) {
             continue;
@@ -329,6 +378,9 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
             return -1;
         }
         while (run->n_stack > 0) {
+            if (check_signals(&countdown) < 0) {
+                return -1;
+            }
             cg_node_t *n = run->slots[run->stack[--run->n_stack]].node;
             for (Py_ssize_t e = 0; e < n->n_edges; e++) {
                 cg_node_t *t = n->edges[e].node;
@@ -349,8 +401,9 @@ static int discover(cg_run_t *run, cg_node_t **roots, Py_ssize_t n_roots)
     return 0;
 }
 
-/* Pruned runs: mark on_path / exec, then recount dependencies over the executed part. */
-static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
+/* Pruned runs: mark on_path / exec, then recount dependencies over the executed part.
+ * run_targets: the targets are executed too (see cg_engine_run). */
+static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets, int run_targets)
 {
     Py_ssize_t n = run->n_slots;
     for (Py_ssize_t t = 0; t < n_targets; t++) {
@@ -369,7 +422,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         PyMem_Free(left);
         return -1;
     }
-    Py_ssize_t head = 0, tail = 0;
+    Py_ssize_t head = 0, tail = 0, countdown = CG_SIGNAL_PERIOD;
     for (Py_ssize_t i = 0; i < n; i++) {
         left[i] = run->slots[i].deps;
         if (left[i] == 0) {
@@ -377,6 +430,10 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
         }
     }
     while (head < tail) {
+        if (check_signals(&countdown) < 0) {
+            PyMem_Free(left);
+            return -1;
+        }
         cg_node_t *nd = run->slots[run->stack[head++]].node;
         for (Py_ssize_t e = 0; e < nd->n_edges; e++) {
             cg_node_t *t = nd->edges[e].node;
@@ -400,7 +457,7 @@ static int prune(cg_run_t *run, cg_node_t **targets, Py_ssize_t n_targets)
                 break;
             }
         }
-        s->exec = (unsigned char)reach;
+        s->exec = (unsigned char)(reach || (run_targets && s->target));
         s->on_path = (unsigned char)(reach || s->target);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -433,7 +490,12 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
     cg_slot_t *s = &run->slots[idx];
     cg_node_t *node = s->node;
     Py_ssize_t off = s->buf_off;
-    if (s->target) {
+    if (s->target && captured != NULL) {
+        /* A target that is not run gets its tensor hooks here; one that is run captures
+         * the gradient before its hooks, as torch does. */
+        if (!s->exec && cb->hooks(cb->ctx, node, &run->bufs[off]) < 0) {
+            return -1;
+        }
         for (Py_ssize_t t = 0; t < n_targets; t++) {
             if (targets[t] == node) {
                 PyObject *g = run->bufs[off + target_nrs[t]].g;
@@ -461,6 +523,10 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
         }
     }
     if (cb->apply(cb->ctx, node, &run->bufs[off], pruned ? needed : NULL, scratch) < 0) {
+        /* the callback may have written some gradients before it failed */
+        for (Py_ssize_t e = 0; e < ne; e++) {
+            Py_CLEAR(scratch[e]);
+        }
         return -1;
     }
     /* The node's inputs are consumed: drop them before its outputs are delivered. */
@@ -499,7 +565,7 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
 
 int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
                   Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,
-                  Py_ssize_t n_targets, PyObject **captured, int keep_graph,
+                  Py_ssize_t n_targets, PyObject **captured, int run_targets, int keep_graph,
                   const cg_callbacks_t *cb)
 {
     cg_run_t run;
@@ -508,7 +574,10 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     unsigned char *needed = NULL;
     Py_ssize_t n_scratch = 0;
     int pruned = n_targets > 0;
-    for (Py_ssize_t t = 0; t < n_targets; t++) {
+    if (run_targets) {
+        captured = NULL;
+    }
+    for (Py_ssize_t t = 0; captured != NULL && t < n_targets; t++) {
         captured[t] = NULL;
     }
     if (register_run(&run) < 0) {
@@ -517,7 +586,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
     if (discover(&run, roots, n_roots) < 0) {
         goto error;
     }
-    if (pruned && prune(&run, targets, n_targets) < 0) {
+    if (pruned && prune(&run, targets, n_targets, run_targets) < 0) {
         goto error;
     }
     for (Py_ssize_t r = 0; r < n_roots; r++) {
@@ -544,7 +613,11 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
         PyErr_NoMemory();
         goto error;
     }
+    Py_ssize_t countdown = CG_SIGNAL_PERIOD;
     while (run.n_heap > 0) {
+        if (check_signals(&countdown) < 0) {
+            goto error;
+        }
         Py_ssize_t idx = heap_pop(&run);
         if (run_node(&run, idx, pruned, targets, target_nrs, n_targets, captured, keep_graph,
                      cb, scratch, needed) < 0) {
@@ -559,7 +632,7 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
 error:
     PyMem_Free(scratch);
     PyMem_Free(needed);
-    for (Py_ssize_t t = 0; t < n_targets; t++) {
+    for (Py_ssize_t t = 0; captured != NULL && t < n_targets; t++) {
         Py_CLEAR(captured[t]);
     }
     {

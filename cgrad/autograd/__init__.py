@@ -173,15 +173,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after "
             "use to break the cycle and avoid the leak.", UserWarning)
-    captured = _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs)
     if inputs is not None:
-        prev = _C._set_grad_enabled(bool(create_graph))
-        try:
-            for t, g in zip(inputs, captured):
-                if g is not None:
-                    _C._accumulate_into(t, g, bool(create_graph))
-        finally:
-            _C._set_grad_enabled(prev)
+        # as torch: the engine accumulates into the inputs when it reaches them (so a fault
+        # later in the run keeps what was accumulated before it), a non-leaf input through
+        # retain_grad(), which it keeps afterwards
+        for t in inputs:
+            if t.grad_fn is not None:
+                t.retain_grad()
+    _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs,
+                   inputs is not None)
     return None
 
 
