@@ -275,6 +275,17 @@ def _type_name(arr):
     return "cgrad." + _TYPE_NAMES.get(str(arr.dtype), "Tensor")
 
 
+cdef str _obj_type(object o):
+    """torch's name for the type of an argument in messages ('list', 'numpy.ndarray')."""
+    tp = type(o)
+    mod = tp.__module__ or ""
+    if mod == "builtins":
+        return tp.__name__
+    if mod.startswith("numpy"):
+        return "numpy." + tp.__name__
+    return tp.__name__
+
+
 def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -329,12 +340,17 @@ cdef class TensorBase:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if value is not True and value is not False:
+            raise RuntimeError("requires_grad must be a bool")
         if self._grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to "
                 "use a computed variable in a subgraph that doesn't require differentiation "
                 "use var_no_grad = var.detach().")
-        self._set_requires_grad(bool(value))
+        if value and not _is_float(self._data):
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        self._set_requires_grad(value)
 
     cdef _set_requires_grad(self, bint value):
         if self._grad_fn is not None:
@@ -422,6 +438,8 @@ cdef class TensorBase:
             raise TypeError(
                 f"assigned grad expected to be a Tensor or None but got grad of type "
                 f"{type(value).__name__}")
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad")
         arr = (<TensorBase>value)._data
         if arr.dtype != self._data.dtype:
             raise RuntimeError(
@@ -499,10 +517,12 @@ cdef class TensorBase:
 
     @data.setter
     def data(self, value):
-        if isinstance(value, TensorBase):
-            self._data = (<TensorBase>value)._data
-        else:
-            self._data = _as_array(value)
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"Variable data has to be a tensor, but got {_obj_type(value)}")
+        if self._requires_grad and not _is_float((<TensorBase>value)._data):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
+        self._data = (<TensorBase>value)._data
         if self._accum_ref is not None:
             acc = <object>PyWeakref_GET_OBJECT(self._accum_ref)
             if acc is not None:
@@ -516,6 +536,13 @@ cdef class TensorBase:
 
     def detach_(self):
         """Detach in place: the tensor becomes a leaf that does not require grad."""
+        if self._base_t is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -945,18 +972,29 @@ cdef class Node:
 
     def mark_non_differentiable(self, *outputs):
         """Mark outputs that get no grad_fn and requires_grad=False."""
+        for o in outputs:
+            if not isinstance(o, TensorBase):
+                raise RuntimeError("mark_non_differentiable only accepts variable arguments, "
+                                   f"but got {_obj_type(o)}")
         _touch(self)
         x = self._extra()
         if x.non_diff is None:
             x.non_diff = []
         x.non_diff.extend(outputs)
 
-    def set_materialize_grads(self, bint value):
+    def set_materialize_grads(self, value):
         """If False, gradients of unused outputs arrive as None instead of zeros."""
+        if value is not True and value is not False:
+            raise TypeError("set_materialize_grads(): argument 'value' must be bool, not "
+                            f"{_obj_type(value)}")
         self._materialize = value
 
     def mark_dirty(self, *tensors):
         """Declare inputs that forward modified in place (they must be returned)."""
+        for i, t in enumerate(tensors):
+            if not isinstance(t, TensorBase):
+                raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} "
+                                   f"is of type {_obj_type(t)}")
         _touch(self)
         x = self._extra()
         if x.dirty is None:
@@ -1406,6 +1444,8 @@ cdef object _apply(_FnInfo info, tuple args):
         else:
             Py_INCREF(o)
             PyTuple_SET_ITEM(result, i, o)
+    if ctx._x is not None and ctx._x.dirty is not None:
+        _check_dirty_returned(ctx._x.dirty, outs)
     if is_graph:
         if ctx._has_saved:
             _convert_saved_outputs(ctx)
@@ -1933,6 +1973,16 @@ cdef class FunctionBase:
         return _apply(info, args)
 
 
+cdef int _check_dirty_returned(list dirty, tuple outs) except -1:
+    for d in dirty:
+        if not any(o is d for o in outs):
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as "
+                "output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+    return 0
+
+
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
     cdef TensorBase t, src
     cdef bint is_input = False, dirty = False
@@ -2228,14 +2278,16 @@ cdef object _validate_grad(Node node, object g, Py_ssize_t pos, cg_node_t *targe
     cdef cnp.ndarray arr
     cdef cg_meta_t *m
     if not isinstance(g, TensorBase):
-        if cnp.PyArray_Check(g) or isinstance(g, np.generic):
-            g = _new_tensor(_as_array(g))
-        elif hasattr(g, "_cg_sparse_grad"):
+        if hasattr(g, "_cg_sparse_grad"):
             return g._cg_sparse_grad(<object>target.self, nr)
+        # cgrad's own ops may hand back ndarrays; a user's backward returns Tensors (torch)
+        if ((cnp.PyArray_Check(g) or isinstance(g, np.generic)) and node._fn is not None
+                and (<_FnInfo>node._fn).builtin):
+            g = _new_tensor(_as_array(g))
         else:
-            raise TypeError(
-                f"function {type(node).__name__} returned a gradient at position {pos} of type "
-                f"{type(g).__name__}; expected a Tensor or None")
+            raise RuntimeError(
+                f"function {type(node).__name__} returned an invalid gradient at index {pos}: "
+                f"expected Variable or None (got {_obj_type(g)})")
     arr = <cnp.ndarray>(<TensorBase>g)._data
     m = &target.meta[nr]
     if not cg_node_meta_matches(target, nr, cnp.PyArray_NDIM(arr),
@@ -2330,6 +2382,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
                     f"function {type(node).__name__} returned an incorrect number of "
                     f"gradients (expected {node._n_args}, got {n_res})")
     arg_pos = node._arg_pos
+    if arg_pos is not None and res is not None and not (<_FnInfo>node._fn).builtin:
+        _check_untracked_grads(node, res, <tuple>arg_pos)
     for e in range(c.n_edges):
         target = c.edges[e].node
         if target == NULL:
@@ -2341,6 +2395,17 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
         g = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
         Py_INCREF(g)
         out[e] = <PyObject *>g
+    return 0
+
+
+cdef int _check_untracked_grads(Node node, tuple res, tuple arg_pos) except -1:
+    """A gradient for a forward argument that is not a Tensor is an error (torch)."""
+    cdef Py_ssize_t p
+    for p in range(node._n_args):
+        if <object>PyTuple_GET_ITEM(res, p) is not None and p not in arg_pos:
+            raise RuntimeError(
+                f"function {type(node).__name__} returned a gradient different than None at "
+                f"position {p + 1}, but the corresponding forward input was not a Variable")
     return 0
 
 
@@ -2418,10 +2483,15 @@ cdef tuple _run_post_hooks(_NodeExtra x, tuple res, tuple grad_outputs):
 
 cdef _check_hook_result(object fn, object old, object new):
     if not isinstance(new, TensorBase):
-        raise TypeError(f"hook returned an object of type {type(new).__name__}; expected Tensor")
+        raise TypeError(f"expected Variable, but hook returned '{_obj_type(new)}'")
     if (<TensorBase>new)._data.shape != (<TensorBase>old)._data.shape:
         name = getattr(fn, "__name__", repr(fn))
         raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if (<TensorBase>new)._data.dtype != (<TensorBase>old)._data.dtype:
+        name = getattr(fn, "__name__", repr(fn))
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                           f"{_type_name((<TensorBase>old)._data)} got "
+                           f"{_type_name((<TensorBase>new)._data)})")
 
 
 cdef inline bint _stealable(PyObject *g, bint owned):

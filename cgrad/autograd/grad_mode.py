@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 from cgrad import _C
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -86,6 +88,9 @@ class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode; works as a function call, a context manager and a decorator."""
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self.mode = bool(mode)
         self.prev = _C._set_grad_enabled(self.mode)
 

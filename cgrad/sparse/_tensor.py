@@ -526,6 +526,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     (RuntimeError for negative or out-of-range ones); values must be 1-D (no hybrid
     tensors) and not float16 (scipy.sparse has no float16).
     """
+    from cgrad import _checks
+    _checks.check_device(device, "sparse_coo_tensor")
     pattern = _pattern_for(indices, size)
     values = _values_tensor(values, dtype)
     if values._data.ndim != 1:
@@ -541,6 +543,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     _check_values_dtype(values._data.dtype)
     out = _SparseCoo.apply(pattern, values, bool(is_coalesced))
     if requires_grad:
+        if values._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         if out.grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables.")

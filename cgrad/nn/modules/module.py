@@ -417,6 +417,9 @@ class Module:
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on every parameter; returns self."""
+        if requires_grad is not True and requires_grad is not False:
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -455,7 +458,7 @@ class Module:
                 continue
             new = fn(p._data)
             if new is not p._data:
-                p.data = new
+                p.data = _C._wrap(new)
             g = p.grad
             if g is not None:
                 new_g = fn(g._data)
