@@ -1498,15 +1498,24 @@ cdef void _raise_broadcast_error(object e) except *:
               for m in re.findall(r"\(([\d,]*)\)", msg)]
     if len(shapes) < 2:
         return
-    sa, sb = shapes[0], shapes[1]
-    n = max(len(sa), len(sb))
-    for k in range(1, n + 1):
-        da = sa[len(sa) - k] if k <= len(sa) else 1
-        db = sb[len(sb) - k] if k <= len(sb) else 1
-        if da != db and da != 1 and db != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
-                f"non-singleton dimension {n - k}") from None
+    sa = shapes[0]
+    for sb in shapes[1:]:       # pairwise, as the operands are broadcast in turn
+        n = max(len(sa), len(sb))
+        acc = []
+        for k in range(1, n + 1):
+            da = sa[len(sa) - k] if k <= len(sa) else 1
+            db = sb[len(sb) - k] if k <= len(sb) else 1
+            if da != db and da != 1 and db != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                    f"non-singleton dimension {n - k}") from None
+            acc.append(da if db == 1 else db)
+        sa = tuple(reversed(acc))
+
+
+def _raise_if_broadcast(e):
+    """Raise torch's RuntimeError if `e` is NumPy's broadcasting ValueError (else return)."""
+    _raise_broadcast_error(e)
 
 
 # Note [Scalar cache]: NumPy multiplies a float32 array by a 0-d float32 array ~0.3 us
@@ -1813,11 +1822,8 @@ cdef object _binop(int code, object self, object other, bint reflected):
     elif cnp.PyArray_Check(other):
         other = _new_tensor(_as_array(other))
         scalar = False
-    elif isinstance(other, (list, tuple)) and _list_to_tensor is not None:
-        other = _list_to_tensor(other)
-        scalar = False
     else:
-        return NotImplemented
+        return NotImplemented       # lists, tuples, None, str...: TypeError, as in torch
     if code == 4:    # pow: no fast path
         if scalar:
             return _apply(<_FnInfo>(_st_ops[code] if reflected else _ts_ops[code]), (self, other))

@@ -583,6 +583,10 @@ def masked_fill(input, mask, value):
         return MaskedFillTensor.apply(input, m, value)
     if isinstance(value, np.ndarray):
         value = value.item()
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        from cgrad._checks import type_name
+        raise TypeError(f"masked_fill(): argument 'value' (position 2) must be Number or "
+                        f"Tensor, not {type_name(value)}")
     return MaskedFill.apply(input, m, value)
 
 

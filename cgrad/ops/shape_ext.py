@@ -248,11 +248,17 @@ class Repeat(Function):
         return g.reshape(shape), None
 
 
-def _repeat_args(sizes):
+def _repeat_args(sizes, fname="repeat", what="'repeats' (position 1)"):
     sizes = _dims_arg(sizes)
     if len(sizes) == 1 and isinstance(sizes[0], TensorBase):
         sizes = tuple(sizes[0].tolist())
-    return tuple(operator.index(s) for s in sizes)
+    try:
+        return tuple(operator.index(s) for s in sizes)
+    except TypeError:
+        from cgrad._checks import type_name
+        bad = next(s for s in sizes if not isinstance(s, (int, np.integer)))
+        raise TypeError(f"{fname}(): argument {what} must be tuple of ints, not "
+                        f"{type_name(bad)}") from None
 
 
 def repeat(self, *sizes):
@@ -267,12 +273,19 @@ def repeat(self, *sizes):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(r * s for r, s in zip(reps, pad))}: "
                            f"{[r * s for r, s in zip(reps, pad)]}")
-    return Repeat.apply(self, reps)
+    try:
+        return Repeat.apply(self, reps)
+    except (MemoryError, ValueError) as e:
+        from cgrad._checks import shape_error
+        err = shape_error("repeat", [r * s for r, s in zip(reps, pad)], arr.dtype, e)
+        if err is e and not isinstance(e, MemoryError):
+            raise
+        raise err from None
 
 
 def tile(input, *args, dims=None):
     """torch.tile: repeat with leading 1s added to `dims` when it is shorter than the shape."""
-    reps = _repeat_args(args if dims is None else (dims,))
+    reps = _repeat_args(args if dims is None else (dims,), "tile", "'dims' (position 2)")
     nd = input._data.ndim
     if len(reps) < nd:
         reps = (1,) * (nd - len(reps)) + reps
