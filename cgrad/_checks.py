@@ -136,6 +136,20 @@ def alloc_error(nbytes):
                         "could not get that much memory from the system.")
 
 
+class NotATensorError(TypeError, AttributeError):
+    """A Tensor argument that is not a Tensor. torch raises TypeError from its C bindings and,
+    from its Python functions that read an attribute first, AttributeError: this error is
+    both, so either except clause catches it."""
+
+
+def check_tensor(x, fname, name="input", pos=1):
+    from cgrad import _C
+    if not isinstance(x, _C.TensorBase):
+        raise NotATensorError(f"{fname}(): argument '{name}' (position {pos}) must be Tensor, "
+                              f"not {type_name(x)}")
+    return x
+
+
 def check_number(value, fname, name, pos):
     """A Number argument (Python or NumPy scalar, or a one-element tensor): its value."""
     from cgrad import _C

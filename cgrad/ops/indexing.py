@@ -696,6 +696,8 @@ def select(input, dim, index):
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, arr.ndim)
     i = int(index.item()) if isinstance(index, TensorBase) else operator.index(index)
+    if not -2 ** 63 <= i < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
     n = arr.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size "

@@ -63,9 +63,10 @@ def _int(x):
 
 
 def _check_tensors(tensors, fn):
-    if isinstance(tensors, TensorBase):
+    if isinstance(tensors, TensorBase) or not hasattr(tensors, "__iter__"):
+        from cgrad._checks import type_name
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not Tensor")
+                        f"not {type_name(tensors)}")
     tensors = tuple(tensors)
     for i, t in enumerate(tensors):
         if not isinstance(t, TensorBase):
@@ -495,6 +496,10 @@ def _atleast_fn(n):
     def fn(*tensors):
         if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
             return tuple(_atleast(t, n) for t in _check_tensors(tensors[0], f"atleast_{n}d"))
+        if len(tensors) == 1 and not isinstance(tensors[0], TensorBase):
+            from cgrad._checks import type_name
+            raise TypeError(f"atleast_{n}d(): argument 'input' (position 1) must be Tensor or "
+                            f"tuple of Tensors, not {type_name(tensors[0])}")
         tensors = _check_tensors(tensors, f"atleast_{n}d")
         out = tuple(_atleast(t, n) for t in tensors)
         return out[0] if len(out) == 1 else out
