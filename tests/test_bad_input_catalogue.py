@@ -2162,6 +2162,11 @@ A("cgrad.save", 'x = {}\nfor _ in range(100000):\n    x = {"k": x}\n'
   torch=(RecursionError, "maximum recursion depth exceeded"),
   why="cgrad's archive walks nested containers without recursion")
 
+E("cgrad.save", "x = []; x.append(x); T.save(x, io.BytesIO())", ValueError, "reference cycle",
+  torch=(None, ANY), why="pickle stores cycles; cgrad's archive refuses them (ValueError)")
+A("cgrad.save", "x = [1]; b = io.BytesIO(); T.save([x, x], b); b.seek(0); r = T.load(b)",
+  "[[1], [1]]")
+
 # -------------------------------------------------------------------------------------------
 area("gradcheck")
 D = "T.ones(3, dtype=T.float64, requires_grad=True)"
@@ -2252,13 +2257,9 @@ for code, result in [
 # ===========================================================================================
 # Rows cgrad does not pass yet (emptied as the fixes land; strict, so a fixed row must leave).
 PENDING: set[str] = {
-    'SparseTensor.transpose#1', 'cgrad.load#1', 'cgrad.load#11', 'cgrad.load#12', 'cgrad.load#13',
-    'cgrad.load#14', 'cgrad.load#17', 'cgrad.load#18', 'cgrad.load#19', 'cgrad.load#2',
-    'cgrad.load#20', 'cgrad.load#21', 'cgrad.load#22', 'cgrad.load#23', 'cgrad.load#24',
-    'cgrad.load#25', 'cgrad.load#3', 'cgrad.load#4', 'cgrad.load#5', 'cgrad.load#6',
-    'cgrad.save#1', 'cgrad.save#2', 'cgrad.save#5', 'cgrad.save#6', 'cgrad.sparse.mm#3',
-    'cgrad.sparse.mm#4', 'cgrad.sparse.mm#5', 'cgrad.sparse.sum#2', 'cgrad.sparse_coo_tensor#20',
-    'cgrad.sparse_coo_tensor#21', 'cgrad.sparse_coo_tensor#8', 'cgrad.spmm#2'}
+    'SparseTensor.transpose#1', 'cgrad.sparse.mm#3', 'cgrad.sparse.mm#4', 'cgrad.sparse.mm#5',
+    'cgrad.sparse.sum#2', 'cgrad.sparse_coo_tensor#20', 'cgrad.sparse_coo_tensor#21',
+    'cgrad.sparse_coo_tensor#8', 'cgrad.spmm#2'}
 
 
 @pytest.fixture(autouse=True)
@@ -2301,6 +2302,48 @@ def test_rows_are_well_formed():
         if r.torch is not None or r.tcode == NO_TORCH:
             assert r.why, f"{r.id}: a deliberate difference needs its reason"
         compile(r.code, r.id, "exec")
+
+
+def test_load_reads_version_1_archives():
+    """Archives written before Note [Flat structure] (nested JSON nodes) still load."""
+    structure = {"format": "cgrad-npz", "version": 1, "root": {"t": "dict", "items": [
+        ["w", {"t": "tensor", "k": "a0", "rg": False}], ["n", 3],
+        ["od", {"t": "odict", "items": [["a", {"t": "list", "v": [
+            1.5, {"t": "float", "v": "inf"}, {"t": "tuple", "v": [1, "x"]}]}]]}],
+        ["c", {"t": "complex", "re": 1.0, "im": {"t": "float", "v": "nan"}}],
+        [{"t": "tuple", "v": [1, 2]}, {"t": "npscalar", "k": "a1"}],
+        ["p", {"t": "tensor", "k": "a2", "rg": True, "param": True}],
+        ["same", {"t": "tensor", "k": "a0", "rg": False}],
+        ["dt", {"t": "dtype", "v": "<i4"}]]}}
+    buf = _npz(__cgrad_structure__=np.array(json.dumps(structure)), a0=np.ones(2, np.float32),
+               a1=np.float32(0.5), a2=np.zeros(1, np.float32))
+    r = cgrad.load(buf)
+    assert r["w"].tolist() == [1.0, 1.0] and r["n"] == 3
+    assert type(r["od"]).__name__ == "OrderedDict" and r["od"]["a"][:2] == [1.5, math.inf]
+    assert r["od"]["a"][2] == (1, "x") and r[(1, 2)] == np.float32(0.5)
+    assert r["c"].real == 1.0 and math.isnan(r["c"].imag)
+    assert type(r["p"]) is cgrad.nn.Parameter and r["p"].requires_grad
+    assert r["dt"] == np.dtype("int32")
+
+
+def test_save_load_deep_and_shared():
+    """Note [Flat structure]: nesting depth is not limited by recursion; shared tensors stay
+    shared, shared containers are stored twice (as before), cycles are refused."""
+    x = cgrad.ones(2)
+    obj = {"a": [x, {"b": (x, 2.5, None, float("-inf"))}]}
+    for _ in range(3000):
+        obj = [obj]
+    buf = io.BytesIO()
+    cgrad.save(obj, buf)
+    buf.seek(0)
+    r = cgrad.load(buf)
+    for _ in range(3000):
+        r = r[0]
+    assert r["a"][0] is r["a"][1]["b"][0] and r["a"][1]["b"][1:] == (2.5, None, -math.inf)
+    with pytest.raises(ValueError, match="reference cycle"):
+        d = {}
+        d["self"] = [d]
+        cgrad.save(d, io.BytesIO())
 
 
 def test_markdown_is_current():
