@@ -2256,10 +2256,7 @@ for code, result in [
 # The tests.
 # ===========================================================================================
 # Rows cgrad does not pass yet (emptied as the fixes land; strict, so a fixed row must leave).
-PENDING: set[str] = {
-    'SparseTensor.transpose#1', 'cgrad.sparse.mm#3', 'cgrad.sparse.mm#4', 'cgrad.sparse.mm#5',
-    'cgrad.sparse.sum#2', 'cgrad.sparse_coo_tensor#20', 'cgrad.sparse_coo_tensor#21',
-    'cgrad.sparse_coo_tensor#8', 'cgrad.spmm#2'}
+PENDING: set[str] = set()
 
 
 @pytest.fixture(autouse=True)
