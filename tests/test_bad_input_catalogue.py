@@ -1214,6 +1214,108 @@ E("Tensor.take_along_dim", "r = T.ones(3).take_along_dim(T.tensor([5]), 0).shape
   why="torch 2.13 does not check the index on CPU and reads whatever memory it points at")
 
 # -------------------------------------------------------------------------------------------
+area("0-d, empty, NaN")
+
+
+def _entry_of(code):
+    """The entry point a one-line snippet calls (its last call)."""
+    import re
+    calls = re.findall(r"(F\.\w+|nn\.\w+|T\.\w+|\.\w+)\(", code.split(";")[-1]) or ["?"]
+    c = [x for x in calls if x not in ("T.tensor", "T.ones", ".sum", ".backward")] or calls
+    c = c[-1] if not c[0].startswith(("F.", "nn.")) else c[0]
+    if c.startswith("T."):
+        return "cgrad." + c[2:]
+    return "Tensor" + c if c.startswith(".") else c
+
+
+for code, exc, phrase in [
+        ('r = T.tensor(1.0).unbind(0)', IndexError, 'Dimension specified as 0 but tensor has no dimensions'),
+        ('r = T.tensor(1.0).chunk(2)', RuntimeError, 'chunk expects at least a 1-dimensional tensor'),
+        ('r = T.tensor(1.0).split(1)', RuntimeError, 'split expects at least a 1-dimensional tensor'),
+        ('r = T.tensor(1.0).flatten()', None, 'tensor(float32, [1], [1])'),
+        ('r = T.tensor(1.0).view(-1)', None, 'tensor(float32, [1], [1])'),
+        ('r = T.tensor(1.0).reshape(())', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).expand(3)', None, 'tensor(float32, [3], [1, 1, 1])'),
+        ('r = T.tensor(1.0).repeat(2)', None, 'tensor(float32, [2], [1, 1])'),
+        ('r = T.tensor(1.0).squeeze(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).unsqueeze(1)', IndexError, 'Dimension out of range (expected to be in range of [-1, 0], but got 1)'),
+        ('r = T.tensor(1.0).transpose(0, 0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).permute(())', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).flip(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).cumsum(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).softmax(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).max(0)', None, '(tensor(float32, [], 1), tensor(int64, [], 0))'),
+        ('r = T.tensor(1.0).argmax(0)', None, 'tensor(int64, [], 0)'),
+        ('r = T.tensor(1.0).var()', None, 'tensor(float32, [], nan)'),
+        ('r = T.tensor(1.0).std(0)', None, 'tensor(float32, [], nan)'),
+        ('r = T.tensor(1.0).norm(dim=0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).logsumexp(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).gather(0, T.tensor(0))', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).index_select(0, T.tensor([0]))', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0).narrow(0, 0, 1)', RuntimeError, 'narrow() cannot be applied to a 0-dim tensor.'),
+        ('r = T.tensor(1.0).roll(1)', None, 'tensor(float32, [], 1)'),
+        ('r = T.tensor(1.0) @ T.tensor(1.0)', RuntimeError, 'both arguments to matmul need to be at least 1D, but they are 0D and 0D'),
+        ('r = T.dot(T.tensor(1.0), T.tensor(1.0))', RuntimeError, '1D tensors expected, but got 0D and 0D tensors'),
+        ('r = T.stack([T.tensor(1.0), T.tensor(2.0)])', None, 'tensor(float32, [2], [1, 2])'),
+        ('r = T.ones(0).max(0)', IndexError, 'max(): Expected reduction dim 0 to have non-zero size.'),
+        ('r = T.ones(0).cumsum(0)', None, 'tensor(float32, [0], [])'),
+        ('r = T.ones(0).softmax(0)', None, 'tensor(float32, [0], [])'),
+        ('r = T.ones(0).logsumexp(0)', None, 'tensor(float32, [], -inf)'),
+        ('r = T.ones(0).var()', None, 'tensor(float32, [], nan)'),
+        ('r = T.ones(0).std(0)', None, 'tensor(float32, [], nan)'),
+        ('r = T.ones(0).norm()', None, 'tensor(float32, [], 0)'),
+        ('r = T.ones(0).prod(0)', None, 'tensor(float32, [], 1)'),
+        ('r = T.ones(0, 3).sum(1)', None, 'tensor(float32, [0], [])'),
+        ('r = T.ones(0, 3).mean(0)', None, 'tensor(float32, [3], [nan, nan, nan])'),
+        ('r = T.ones(0, 3) @ T.ones(3, 2)', None, 'tensor(float32, [0, 2], [])'),
+        ('r = T.ones(2, 0) @ T.ones(0, 3)', None, 'tensor(float32, [2, 3], [[0, 0, 0], [0, 0, 0]])'),
+        ('r = T.ones(0).view(0, -1)', RuntimeError, 'cannot reshape tensor of 0 elements into shape [0, -1] because the unspecified dimension s'),
+        ('r = T.ones(0).reshape(-1, 0)', RuntimeError, 'cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified dimension s'),
+        ('r = T.ones(0)[0]', IndexError, 'index 0 is out of bounds for dimension 0 with size 0'),
+        ('r = T.ones(0).item()', RuntimeError, 'a Tensor with 0 elements cannot be converted to Scalar'),
+        ('r = T.cat([T.ones(0), T.ones(2)])', None, 'tensor(float32, [2], [1, 1])'),
+        ('r = T.cat([T.ones(0, 3), T.ones(2, 2)])', RuntimeError, 'Sizes of tensors must match except in dimension 0. Expected size 3 but got size 2 for tens'),
+        ('r = T.ones(0).chunk(2)', None, '(tensor(float32, [0], []), tensor(float32, [0], []))'),
+        ('r = T.ones(0).split(0)', None, '(tensor(float32, [0], []))'),
+        ('r = T.ones(0, 2).unbind(0)', None, '()'),
+        ('r = F.softmax(T.ones(0, 3), dim=1)', None, 'tensor(float32, [0, 3], [])'),
+        ('r = F.cross_entropy(T.ones(0, 3), T.ones(0, dtype=T.int64), reduction="sum")', None, 'tensor(float32, [], 0)'),
+        ('r = F.mse_loss(T.ones(0), T.ones(0))', None, 'tensor(float32, [], nan)'),
+        ('r = F.linear(T.ones(0, 3), T.ones(2, 3))', None, 'tensor(float32, [0, 2], [])'),
+        ('r = F.layer_norm(T.ones(0, 3), (3,))', None, 'tensor(float32, [0, 3], [])'),
+        ('r = F.batch_norm(T.ones(0, 3), None, None, training=True)', None, 'tensor(float32, [0, 3], [])'),
+        ('r = F.one_hot(T.tensor(2), 3)', None, 'tensor(int64, [3], [0, 0, 1])'),
+        ('r = F.embedding(T.tensor(1), T.ones(3, 2))', None, 'tensor(float32, [2], [1, 1])'),
+        ('r = F.pad(T.tensor(1.0), (1, 1))', RuntimeError, 'Padding length should be less than or equal to two times the input dimension but got paddi'),
+        ('r = F.dropout(T.ones(0), 0.5)', None, 'tensor(float32, [0], [])'),
+        ('r = nn.Linear(0, 2)(T.ones(3, 0))', None, 'tensor(float32, [3, 2], [[0, 0], [0, 0], [0, 0]])'),
+        ('r = nn.Linear(2, 0)(T.ones(3, 2))', None, 'tensor(float32, [3, 0], [[], [], []])'),
+        ("r = F.binary_cross_entropy(T.tensor([0.5]), T.tensor([float('inf')]))", RuntimeError, 'all elements of target should be between 0 and 1'),
+        ("r = F.binary_cross_entropy(T.tensor([float('inf')]), T.tensor([1.0]))", RuntimeError, 'all elements of input should be between 0 and 1'),
+        ("r = F.nll_loss(T.tensor([[float('nan'), 0.0]]), T.tensor([0]))", None, 'tensor(float32, [], nan)'),
+        ("r = F.cross_entropy(T.tensor([[float('inf'), 0.0]]), T.tensor([0]))", None, 'tensor(float32, [], nan)'),
+        ("x=T.ones(3,requires_grad=True); p=x*float('nan'); p.sum().backward(); r=x.grad", None, 'tensor(float32, [3], [nan, nan, nan])'),
+        ('r = T.sqrt(T.tensor([-1.0]))', None, 'tensor(float32, [1], [nan])'),
+        ('r = T.log(T.tensor([0.0, -1.0]))', None, 'tensor(float32, [2], [-inf, nan])'),
+        ('r = T.tensor([1.0]) / 0', None, 'tensor(float32, [1], [inf])'),
+        ('r = T.tensor([0.0]) / 0', None, 'tensor(float32, [1], [nan])'),
+        ('r = T.tensor([1]) // T.tensor([0])', RuntimeError, 'ZeroDivisionError'),
+        ]:
+    entry = "Tensor.__matmul__" if "@" in code else (
+        "Tensor.__floordiv__" if "//" in code else "Tensor.__truediv__" if "/ 0" in code
+        else "Tensor.__getitem__" if code.endswith("[0]") else "Tensor.backward"
+        if "backward()" in code else _entry_of(code))
+    _add(entry, code, exc, phrase)
+for code in ("r = T.multinomial(T.tensor([0.5, float('nan')]), 1)",
+             "r = T.multinomial(T.tensor([-1.0, 1.0]), 1)"):
+    E("cgrad.multinomial", code, AttributeError, "has no attribute 'multinomial'",
+      torch=(RuntimeError, "probability tensor contains either `inf`, `nan` or element < 0"),
+      why="cgrad has no multinomial (not implemented)")
+E("cgrad.bernoulli", "r = T.bernoulli(T.tensor([1.5]))", AttributeError,
+  "has no attribute 'bernoulli'", torch=(RuntimeError, "Expected p_in >= 0 && p_in <= 1"),
+  why="cgrad has no bernoulli (not implemented)")
+
+# -------------------------------------------------------------------------------------------
 area("autograd")
 X = "x = T.ones(3, requires_grad=True); "
 for stmt, exc, phrase in [

@@ -29,6 +29,10 @@ def _infer_shape(shape, numel, fname="view"):
         raise RuntimeError("only one dimension can be inferred")
     if neg:
         rest = int(np.prod([s for s in shape if s != -1]))
+        if rest == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {shape} because "
+                               "the unspecified dimension size -1 can be any value and is "
+                               "ambiguous")
         if rest == 0 or numel % rest:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape[neg[0]] = numel // rest

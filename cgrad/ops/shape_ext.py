@@ -743,6 +743,8 @@ class Flip(Function):
     def forward(ctx, a, dims):
         if ctx is not None:
             ctx._aux = dims
+        if a._data.ndim == 0:               # dim 0 (or -1) of a 0-d tensor: nothing to flip
+            return a._data.copy()
         return np.flip(a._data, dims).copy()
 
     @staticmethod
