@@ -926,7 +926,6 @@ for expr, phrase in [
       why="torch's message lists its overloads" if phrase == "view()" else
       "both TypeError; cgrad's message is Python's integer conversion" if tph else "")
 A("Tensor.expand", "r = T.ones(3).expand(2**40, 3).shape", "Size([1099511627776, 3])")
-A("Tensor.T", "r = T.ones(3).T", "tensor(float32, [3], [1, 1, 1])")
 A("Tensor.mT", "r = T.ones(3, 4).mT.shape", "Size([4, 3])")
 
 # -------------------------------------------------------------------------------------------
