@@ -281,6 +281,17 @@ def _type_name(arr):
     return "cgrad." + _TYPE_NAMES.get(str(arr.dtype), "Tensor")
 
 
+cdef str _obj_type(object o):
+    """torch's name for the type of an argument in messages ('list', 'numpy.ndarray')."""
+    tp = type(o)
+    mod = tp.__module__ or ""
+    if mod == "builtins":
+        return tp.__name__
+    if mod.startswith("numpy"):
+        return "numpy." + tp.__name__
+    return tp.__name__
+
+
 def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -335,12 +346,17 @@ cdef class TensorBase:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if value is not True and value is not False:
+            raise RuntimeError("requires_grad must be a bool")
         if self._grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to "
                 "use a computed variable in a subgraph that doesn't require differentiation "
                 "use var_no_grad = var.detach().")
-        self._set_requires_grad(bool(value))
+        if value and not _is_float(self._data):
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        self._set_requires_grad(value)
 
     cdef _set_requires_grad(self, bint value):
         if self._grad_fn is not None:
@@ -427,6 +443,8 @@ cdef class TensorBase:
             raise TypeError(
                 f"assigned grad expected to be a Tensor or None but got grad of type "
                 f"{type(value).__name__}")
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad")
         arr = (<TensorBase>value)._data
         if arr.dtype != self._data.dtype:
             raise RuntimeError(
@@ -504,10 +522,12 @@ cdef class TensorBase:
 
     @data.setter
     def data(self, value):
-        if isinstance(value, TensorBase):
-            self._data = (<TensorBase>value)._data
-        else:
-            self._data = _as_array(value)
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"Variable data has to be a tensor, but got {_obj_type(value)}")
+        if self._requires_grad and not _is_float((<TensorBase>value)._data):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
+        self._data = (<TensorBase>value)._data
         if self._accum_ref is not None:
             acc = <object>PyWeakref_GET_OBJECT(self._accum_ref)
             if acc is not None:
@@ -521,6 +541,13 @@ cdef class TensorBase:
 
     def detach_(self):
         """Detach in place: the tensor becomes a leaf that does not require grad."""
+        if self._base_t is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -980,13 +1007,17 @@ cdef class Node:
         Args:
             *outputs (Tensor): outputs of forward.
         """
+        for o in outputs:
+            if not isinstance(o, TensorBase):
+                raise RuntimeError("mark_non_differentiable only accepts variable arguments, "
+                                   f"but got {_obj_type(o)}")
         _touch(self)
         x = self._extra()
         if x.non_diff is None:
             x.non_diff = []
         x.non_diff.extend(outputs)
 
-    def set_materialize_grads(self, bint value):
+    def set_materialize_grads(self, value):
         """Set whether to materialize gradients of the outputs (default True).
 
         With True, the gradient of an output that got none arrives in ``backward`` as a zero
@@ -995,6 +1026,9 @@ cdef class Node:
         Args:
             value (bool): whether to materialize output grad tensors.
         """
+        if value is not True and value is not False:
+            raise TypeError("set_materialize_grads(): argument 'value' must be bool, not "
+                            f"{_obj_type(value)}")
         self._materialize = value
 
     def mark_dirty(self, *tensors):
@@ -1007,6 +1041,10 @@ cdef class Node:
         Args:
             *tensors (Tensor): the inputs forward modified in place.
         """
+        for i, t in enumerate(tensors):
+            if not isinstance(t, TensorBase):
+                raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} "
+                                   f"is of type {_obj_type(t)}")
         _touch(self)
         x = self._extra()
         if x.dirty is None:
@@ -1462,6 +1500,8 @@ cdef object _apply(_FnInfo info, tuple args):
         else:
             Py_INCREF(o)
             PyTuple_SET_ITEM(result, i, o)
+    if ctx._x is not None and ctx._x.dirty is not None:
+        _check_dirty_returned(ctx._x.dirty, outs)
     if is_graph:
         if ctx._has_saved:
             _convert_saved_outputs(ctx)
@@ -1514,15 +1554,24 @@ cdef void _raise_broadcast_error(object e) except *:
               for m in re.findall(r"\(([\d,]*)\)", msg)]
     if len(shapes) < 2:
         return
-    sa, sb = shapes[0], shapes[1]
-    n = max(len(sa), len(sb))
-    for k in range(1, n + 1):
-        da = sa[len(sa) - k] if k <= len(sa) else 1
-        db = sb[len(sb) - k] if k <= len(sb) else 1
-        if da != db and da != 1 and db != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
-                f"non-singleton dimension {n - k}") from None
+    sa = shapes[0]
+    for sb in shapes[1:]:       # pairwise, as the operands are broadcast in turn
+        n = max(len(sa), len(sb))
+        acc = []
+        for k in range(1, n + 1):
+            da = sa[len(sa) - k] if k <= len(sa) else 1
+            db = sb[len(sb) - k] if k <= len(sb) else 1
+            if da != db and da != 1 and db != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                    f"non-singleton dimension {n - k}") from None
+            acc.append(da if db == 1 else db)
+        sa = tuple(reversed(acc))
+
+
+def _raise_if_broadcast(e):
+    """Raise torch's RuntimeError if `e` is NumPy's broadcasting ValueError (else return)."""
+    _raise_broadcast_error(e)
 
 
 # Note [Scalar cache]: NumPy multiplies a float32 array by a 0-d float32 array ~0.3 us
@@ -1829,11 +1878,8 @@ cdef object _binop(int code, object self, object other, bint reflected):
     elif cnp.PyArray_Check(other):
         other = _new_tensor(_as_array(other))
         scalar = False
-    elif isinstance(other, (list, tuple)) and _list_to_tensor is not None:
-        other = _list_to_tensor(other)
-        scalar = False
     else:
-        return NotImplemented
+        return NotImplemented       # lists, tuples, None, str...: TypeError, as in torch
     if code == 4:    # pow: no fast path
         if scalar:
             return _apply(<_FnInfo>(_st_ops[code] if reflected else _ts_ops[code]), (self, other))
@@ -1993,6 +2039,16 @@ cdef class FunctionBase:
         if kwargs or (info.split and _has_defaults(info)):
             args = _bind_args(info, args, kwargs)
         return _apply(info, args)
+
+
+cdef int _check_dirty_returned(list dirty, tuple outs) except -1:
+    for d in dirty:
+        if not any(o is d for o in outs):
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as "
+                "output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+    return 0
 
 
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
@@ -2290,14 +2346,16 @@ cdef object _validate_grad(Node node, object g, Py_ssize_t pos, cg_node_t *targe
     cdef cnp.ndarray arr
     cdef cg_meta_t *m
     if not isinstance(g, TensorBase):
-        if cnp.PyArray_Check(g) or isinstance(g, np.generic):
-            g = _new_tensor(_as_array(g))
-        elif hasattr(g, "_cg_sparse_grad"):
+        if hasattr(g, "_cg_sparse_grad"):
             return g._cg_sparse_grad(<object>target.self, nr)
+        # cgrad's own ops may hand back ndarrays; a user's backward returns Tensors (torch)
+        if ((cnp.PyArray_Check(g) or isinstance(g, np.generic)) and node._fn is not None
+                and (<_FnInfo>node._fn).builtin):
+            g = _new_tensor(_as_array(g))
         else:
-            raise TypeError(
-                f"function {type(node).__name__} returned a gradient at position {pos} of type "
-                f"{type(g).__name__}; expected a Tensor or None")
+            raise RuntimeError(
+                f"function {type(node).__name__} returned an invalid gradient at index {pos}: "
+                f"expected Variable or None (got {_obj_type(g)})")
     arr = <cnp.ndarray>(<TensorBase>g)._data
     m = &target.meta[nr]
     if not cg_node_meta_matches(target, nr, cnp.PyArray_NDIM(arr),
@@ -2392,6 +2450,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
                     f"function {type(node).__name__} returned an incorrect number of "
                     f"gradients (expected {node._n_args}, got {n_res})")
     arg_pos = node._arg_pos
+    if arg_pos is not None and res is not None and not (<_FnInfo>node._fn).builtin:
+        _check_untracked_grads(node, res, <tuple>arg_pos)
     for e in range(c.n_edges):
         target = c.edges[e].node
         if target == NULL:
@@ -2403,6 +2463,17 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
         g = _validate_grad(node, g, pos, target, c.edges[e].input_nr)
         Py_INCREF(g)
         out[e] = <PyObject *>g
+    return 0
+
+
+cdef int _check_untracked_grads(Node node, tuple res, tuple arg_pos) except -1:
+    """A gradient for a forward argument that is not a Tensor is an error (torch)."""
+    cdef Py_ssize_t p
+    for p in range(node._n_args):
+        if <object>PyTuple_GET_ITEM(res, p) is not None and p not in arg_pos:
+            raise RuntimeError(
+                f"function {type(node).__name__} returned a gradient different than None at "
+                f"position {p + 1}, but the corresponding forward input was not a Variable")
     return 0
 
 
@@ -2522,10 +2593,15 @@ cdef tuple _run_post_hooks(_NodeExtra x, tuple res, tuple grad_outputs):
 
 cdef _check_hook_result(object fn, object old, object new):
     if not isinstance(new, TensorBase):
-        raise TypeError(f"hook returned an object of type {type(new).__name__}; expected Tensor")
+        raise TypeError(f"expected Variable, but hook returned '{_obj_type(new)}'")
     if (<TensorBase>new)._data.shape != (<TensorBase>old)._data.shape:
         name = getattr(fn, "__name__", repr(fn))
         raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if (<TensorBase>new)._data.dtype != (<TensorBase>old)._data.dtype:
+        name = getattr(fn, "__name__", repr(fn))
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                           f"{_type_name((<TensorBase>old)._data)} got "
+                           f"{_type_name((<TensorBase>new)._data)})")
 
 
 cdef inline bint _stealable(PyObject *g, bint owned):

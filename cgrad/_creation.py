@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
 from cgrad import _C
+from cgrad import _checks
 from cgrad import _dtype
 
 _gen = [np.random.default_rng()]
@@ -16,8 +18,12 @@ def _rng():
 
 
 def manual_seed(seed):
-    """Seed cgrad's global random generator (rand, randn, dropout, init)."""
-    _gen[0] = np.random.default_rng(builtins.int(seed))
+    """Seed cgrad's global random generator (rand, randn, dropout, init). Like torch, any int
+    in [-2**63, 2**64) is a seed (negative ones wrap around)."""
+    seed = builtins.int(seed)
+    if not -2 ** 63 <= seed < 2 ** 64:
+        raise ValueError("Overflow when unpacking long long")
+    _gen[0] = np.random.default_rng(seed % 2 ** 64)
     return _gen[0]
 
 
@@ -33,7 +39,7 @@ def _finish(arr, requires_grad):
 
 def _infer(arr, dtype):
     if dtype is not None:
-        return arr.astype(np.dtype(dtype), copy=False)
+        return arr.astype(dtype, copy=False)
     k = arr.dtype.kind
     if k == "f" and arr.dtype == np.float64:
         return arr.astype(_dtype.get_default_dtype(), copy=False)
@@ -44,6 +50,8 @@ def _infer(arr, dtype):
 
 _TORCH_NP_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, "
                    "int8, uint64, uint32, uint16, uint8, and bool")
+_OVERFLOW = "Overflow when unpacking long long"
+_ONE_ELEMENT = "only one element tensors can be converted to Python scalars"
 
 
 def _leaves(data):
@@ -74,17 +82,100 @@ def _first_bad_leaf(data):
             _C.TensorBase))), None)
 
 
+def _supported(dt):
+    """A dtype torch has (no long double, no strings/objects/dates/records)."""
+    return dt.kind in "biu" or (dt.kind == "f" and dt.itemsize <= 8) or (
+        dt.kind == "c" and dt.itemsize <= 16)
+
+
 def _check_kind(arr, data):
     """torch's refusals of data that is not numbers."""
-    if arr.dtype.kind in "biufc":
+    if _supported(arr.dtype):
         return arr
-    if isinstance(data, (np.ndarray, np.generic)):
+    if isinstance(data, (np.ndarray, np.generic)) or arr.dtype.kind in "fcV":
         raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. "
                         f"The only supported types are: {_TORCH_NP_TYPES}.")
     bad = _first_bad_leaf(data) if isinstance(data, (list, tuple)) else data
     if isinstance(bad, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
     raise RuntimeError(f"Could not infer dtype of {type(bad).__name__}")
+
+
+def _check_tensor_leaves(data):
+    """torch converts a Tensor inside a list as a number: it must have one element."""
+    for x in _leaves(data):
+        if isinstance(x, _C.TensorBase) and x._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
+
+
+def _ragged_error(data, err):
+    """torch's error for nested sequences of unequal lengths (NumPy refused them: `err`).
+    The expected length at each depth comes from the first element, as in torch."""
+    _check_tensor_leaves(data)
+    sizes = []
+    x = data
+    while isinstance(x, (list, tuple)):
+        sizes.append(len(x))
+        if not x:
+            break
+        x = x[0]
+    stack = [(data, 0)]
+    while stack:
+        obj, dim = stack.pop()
+        if dim == len(sizes):
+            continue
+        if not isinstance(obj, (list, tuple)):
+            return TypeError("not a sequence")
+        if len(obj) != sizes[dim]:
+            return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got "
+                              f"{len(obj)})")
+        stack.extend((v, dim + 1) for v in reversed(obj))
+    return err
+
+
+def _numbers(arr, flat, data):
+    """An object array NumPy made from numbers: Python ints beyond int64 (with floats: as
+    floats, as torch)."""
+    leaves = list(_leaves(data))
+    if any(not isinstance(x, (builtins.int, builtins.float, complex, np.number, np.bool_))
+           for x in leaves):
+        return arr                  # a non-number: _check_kind says which
+    if any(isinstance(x, (complex, np.complexfloating)) for x in leaves):
+        return np.array(flat, dtype=np.complex128)
+    if any(isinstance(x, (builtins.float, np.floating)) for x in leaves):
+        return np.array(flat, dtype=np.float64)
+    raise ValueError(_OVERFLOW)
+
+
+def _depth(data):
+    d = 0
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+        d += 1
+    return d
+
+
+def _from_list(data):
+    flat = [x._data if isinstance(x, _C.TensorBase) else x for x in data]
+    try:
+        arr = np.array(flat)
+    except ValueError as e:
+        if _first_bad_leaf(data) is None:
+            raise _ragged_error(data, e) from None
+        arr = np.array(flat, dtype=object)
+    if arr.dtype == object:
+        arr = _numbers(arr, flat, data)
+    elif arr.dtype == np.uint64 and not any(
+            isinstance(x, np.unsignedinteger) or (isinstance(x, (np.ndarray, _C.TensorBase))
+                                                  and x.dtype == np.uint64)
+            for x in _leaves(data)):
+        raise ValueError(_OVERFLOW)         # Python ints >= 2**63
+    if arr.ndim > _depth(data):             # arrays or tensors among the items
+        _check_tensor_leaves(data)
+        if all(x.size == 1 for x in _leaves(data) if isinstance(x, _C.TensorBase)) and any(
+                isinstance(x, _C.TensorBase) for x in _leaves(data)):
+            arr = arr.reshape(arr.shape[:_depth(data)])
+    return _check_kind(arr, data)
 
 
 def _from_data(data):
@@ -97,16 +188,11 @@ def _from_data(data):
     if isinstance(data, np.generic):
         return _check_kind(np.asarray(data), data), False
     if isinstance(data, (list, tuple)):
-        flat = [x._data if isinstance(x, _C.TensorBase) else x for x in data]
-        try:
-            arr = np.array(flat)
-        except ValueError:
-            if _first_bad_leaf(data) is None:
-                raise               # ragged: NumPy's ValueError says where
-            arr = np.array(flat, dtype=object)
-        arr = _check_kind(arr, data)
+        arr = _from_list(data)
         return arr, not (arr.dtype == np.float64 and _has_f64_leaf(data))
     if isinstance(data, (builtins.bool, builtins.int, builtins.float, complex)):
+        if isinstance(data, builtins.int) and not -2 ** 63 <= data < 2 ** 63:
+            raise ValueError(_OVERFLOW)
         return np.asarray(data), True
     return _check_kind(np.asarray(data), data), False
 
@@ -119,29 +205,55 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     >>> cgrad.tensor([1.0, 2.5])
     tensor([1.0000, 2.5000])
     """
+    _checks.check_device(device, "tensor")
+    requires_grad = _checks.check_bool(requires_grad, "tensor")
+    dtype = _checks.dtype_of(dtype, "tensor")
     arr, py = _from_data(data)
     if py:
         arr = _infer(arr, dtype)
     elif dtype is not None:
-        arr = arr.astype(np.dtype(dtype), copy=False)
+        arr = arr.astype(dtype, copy=False)
     return _finish(np.array(arr, copy=True), requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
     """Convert to a tensor, sharing memory with an ndarray or Tensor when possible."""
+    _checks.check_device(device, "as_tensor")
+    dtype = _checks.dtype_of(dtype, "as_tensor")
     if isinstance(data, _C.TensorBase):
-        return data if dtype is None or np.dtype(dtype) == data._data.dtype else data.to(dtype)
+        return data if dtype is None or dtype == data._data.dtype else data.to(dtype)
     arr, py = _from_data(data)
     arr = _infer(arr, dtype) if py else (
-        arr if dtype is None else arr.astype(np.dtype(dtype), copy=False))
+        arr if dtype is None else arr.astype(dtype, copy=False))
     return _C._wrap(arr)
 
 
 def from_numpy(arr):
     """Zero-copy: the tensor shares memory with `arr`."""
     if not isinstance(arr, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+        raise TypeError(f"expected np.ndarray (got {_checks.type_name(arr)})")
+    if not _supported(arr.dtype):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. "
+                        f"The only supported types are: {_TORCH_NP_TYPES}.")
     return _C._wrap(arr)
+
+
+def _dt(dtype, fname="tensor"):
+    return _checks.dtype_of(dtype, fname) if dtype is not None else _dtype.get_default_dtype()
+
+
+def _make(fname, maker, size, dtype, device, requires_grad):
+    """maker(shape, dtype) as a leaf tensor; torch's errors for a bad size, device or flag.
+    NumPy checks the shape on the fast path; its refusal is translated afterwards."""
+    _checks.check_device(device, fname)
+    requires_grad = _checks.check_bool(requires_grad, fname)
+    dt = _dt(dtype, fname)
+    shape = _shape(size)
+    try:
+        arr = maker(shape, dt)
+    except (TypeError, ValueError, OverflowError, MemoryError) as e:
+        raise _checks.size_error(fname, size, dt, e) from None
+    return _finish(arr, requires_grad)
 
 
 def _shape(size):
@@ -150,82 +262,190 @@ def _shape(size):
     return tuple(size)
 
 
-def _dt(dtype):
-    return np.dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+def _no_size(fname, size):
+    if not size:
+        raise TypeError(f"{fname}() missing 1 required positional argument: \"size\"")
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(np.zeros(_shape(size), _dt(dtype)), requires_grad)
+    _no_size("zeros", size)
+    return _make("zeros", np.zeros, size, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(np.ones(_shape(size), _dt(dtype)), requires_grad)
+    _no_size("ones", size)
+    return _make("ones", np.ones, size, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(np.empty(_shape(size), _dt(dtype)), requires_grad)
+    _no_size("empty", size)
+    return _make("empty", np.empty, size, dtype, device, requires_grad)
+
+
+def _fill_value(value, fname):
+    if isinstance(value, _C.TensorBase) and value._data.ndim == 0:
+        return value._data[()]
+    return _checks.check_number(value, fname, "fill_value", 2)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if not isinstance(size, (tuple, list)):
+        raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{_checks.type_name(size)}")
+    fill_value = _fill_value(fill_value, "full")
     if dtype is None:
-        if isinstance(fill_value, builtins.bool):
+        if isinstance(fill_value, (builtins.bool, np.bool_)):
             dtype = np.bool_
-        elif isinstance(fill_value, builtins.int):
+        elif isinstance(fill_value, (builtins.int, np.integer)):
             dtype = np.int64
-    return _finish(np.full(tuple(size), fill_value, _dt(dtype)), requires_grad)
+    return _make("full", lambda shape, dt: np.full(shape, fill_value, dt), (tuple(size),), dtype,
+                 device, requires_grad)
 
 
-def _like_dtype(t, dtype):
-    return np.dtype(dtype) if dtype is not None else t._data.dtype
+def _like(fname, t, maker, dtype, device, requires_grad):
+    _checks.check_device(device, fname)
+    requires_grad = _checks.check_bool(requires_grad, fname)
+    dt = _checks.dtype_of(dtype, fname) if dtype is not None else t._data.dtype
+    return _finish(maker(t._data.shape, dt), requires_grad)
 
 
 def zeros_like(t, dtype=None, device=None, requires_grad=False):
-    return _finish(np.zeros(t._data.shape, _like_dtype(t, dtype)), requires_grad)
+    return _like("zeros_like", t, np.zeros, dtype, device, requires_grad)
 
 
 def ones_like(t, dtype=None, device=None, requires_grad=False):
-    return _finish(np.ones(t._data.shape, _like_dtype(t, dtype)), requires_grad)
+    return _like("ones_like", t, np.ones, dtype, device, requires_grad)
 
 
 def empty_like(t, dtype=None, device=None, requires_grad=False):
-    return _finish(np.empty(t._data.shape, _like_dtype(t, dtype)), requires_grad)
+    return _like("empty_like", t, np.empty, dtype, device, requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
-    return _finish(np.full(t._data.shape, fill_value, _like_dtype(t, dtype)), requires_grad)
+    fill_value = _fill_value(fill_value, "full_like")
+    return _like("full_like", t, lambda shape, dt: np.full(shape, fill_value, dt), dtype, device,
+                 requires_grad)
+
+
+def _alloc(fname, make, nbytes_hint):
+    """make() with NumPy's size/memory refusals turned into torch's RuntimeErrors."""
+    try:
+        return make()
+    except MemoryError:
+        raise _checks.alloc_error(nbytes_hint) from None
+    except ValueError as e:
+        if "too big" in str(e) or "Maximum allowed" in str(e):
+            raise RuntimeError(f"{fname}: Storage size calculation overflowed ({e})") from None
+        raise
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
-        start, end = 0, start
+        start, end = 0, _checks.check_number(start, "arange", "end", 1)
+    else:
+        start = _checks.check_number(start, "arange", "start", 1)
+        end = _checks.check_number(end, "arange", "end", 2)
+    step = _checks.check_number(step, "arange", "step", 3)
+    _checks.check_device(device, "arange")
+    requires_grad = _checks.check_bool(requires_grad, "arange")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_int = all(isinstance(v, (builtins.int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else _dtype.get_default_dtype()
-    return _finish(np.arange(start, end, step).astype(dtype), requires_grad)
+    dtype = _checks.dtype_of(dtype, "arange")
+    if dtype.kind == "b":
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    n = max(0, math.ceil((end - start) / step))
+    return _finish(_alloc("arange", lambda: np.arange(start, end, step).astype(dtype),
+                          n * dtype.itemsize), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    return _finish(np.linspace(start, end, steps).astype(_dt(dtype)), requires_grad)
+    start = _checks.check_number(start, "linspace", "start", 1)
+    end = _checks.check_number(end, "linspace", "end", 2)
+    steps = _checks.check_int(steps, "linspace", "steps", 3)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    _checks.check_device(device, "linspace")
+    requires_grad = _checks.check_bool(requires_grad, "linspace")
+    dt = _dt(dtype, "linspace")
+    return _finish(_alloc("linspace", lambda: np.linspace(start, end, steps).astype(dt),
+                          steps * 8), requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    return _finish(np.eye(n, m, dtype=_dt(dtype)), requires_grad)
+    n = _checks.check_int(n, "eye", "n", 1)
+    if m is not None:
+        m = _checks.check_int(m, "eye", "m", 2)
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+    _checks.check_device(device, "eye")
+    requires_grad = _checks.check_bool(requires_grad, "eye")
+    dt = _dt(dtype, "eye")
+    dims = [n, n if m is None else m]
+    if math.prod(dims) * dt.itemsize > 2 ** 63 - 1:
+        raise RuntimeError(f"numel: integer multiplication overflow (sizes={dims})")
+    return _finish(_alloc("eye", lambda: np.eye(n, m, dtype=dt), math.prod(dims) * dt.itemsize),
+                   requires_grad)
+
+
+def _random(fname, kernel, draw, size, dtype, generator, device, requires_grad):
+    dt = _dt(dtype, fname)
+    if dt.kind not in "fc":
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{_torch_name(dt)}'")
+    g = generator if generator is not None else _rng()
+    return _make(fname, lambda shape, d: draw(g, shape).astype(d), size, dt, device,
+                 requires_grad)
+
+
+def _torch_name(dt):
+    from cgrad.ops.binary import torch_type_name
+    return torch_type_name(dt)
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    g = generator if generator is not None else _rng()
-    return _finish(g.random(_shape(size)).astype(_dt(dtype)), requires_grad)
+    _no_size("rand", size)
+    return _random("rand", "check_uniform_bounds", lambda g, s: g.random(s), size, dtype,
+                   generator, device, requires_grad)
 
 
 def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    g = generator if generator is not None else _rng()
-    return _finish(g.standard_normal(_shape(size)).astype(_dt(dtype)), requires_grad)
+    _no_size("randn", size)
+    return _random("randn", "normal_kernel_cpu", lambda g, s: g.standard_normal(s), size, dtype,
+                   generator, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, generator=None, device=None,
+_NO_SIZE = object()
+
+
+def randint(low, high=None, size=_NO_SIZE, dtype=None, generator=None, device=None,
             requires_grad=False):
-    if high is None:
-        low, high = 0, low
+    """randint(high, size) or randint(low, high, size), as torch."""
+    if size is _NO_SIZE:
+        if high is None:
+            raise TypeError("randint() missing 1 required positional argument: \"size\"")
+        if not isinstance(high, (tuple, list)):
+            raise TypeError("randint(): argument 'size' (position 2) must be tuple of ints, not "
+                            f"{_checks.type_name(high)}")
+        low, high, size = 0, _checks.check_int(low, "randint", "high", 1), high
+    elif high is None:
+        low, high = 0, _checks.check_int(low, "randint", "high", 1)
+    else:
+        low = _checks.check_int(low, "randint", "low", 1)
+        high = _checks.check_int(high, "randint", "high", 2)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError("randint(): argument 'size' must be tuple of ints, not "
+                        f"{_checks.type_name(size)}")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
     g = generator if generator is not None else _rng()
-    return _finish(g.integers(low, high, size=tuple(size)).astype(dtype or np.int64),
-                   requires_grad)
+    return _make("randint", lambda shape, d: g.integers(low, high, size=shape).astype(d),
+                 (tuple(size),), dtype or np.int64, device, requires_grad)

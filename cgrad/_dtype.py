@@ -25,6 +25,9 @@ def get_default_dtype():
 
 def set_default_dtype(d):
     """Set the dtype for Python floats: cgrad.float32 or cgrad.float64 (or float16)."""
+    if d is None:
+        raise TypeError("invalid dtype object: only floating-point types are supported as the "
+                        "default type")
     d = np.dtype(d)
     if d.kind != "f":
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from cgrad import _C
+from cgrad import _checks
 from cgrad import _dtype
 from cgrad import ops as _ops
 from cgrad._tensor_str import format_tensor
@@ -78,15 +79,31 @@ _C._register_size(Size)
 
 
 def _other(x, like):
-    """Coerce the other operand of a binary op: scalars stay Python scalars."""
+    """Coerce the other operand of a binary op: scalars stay Python scalars; lists, tuples and
+    other objects are not operands (TypeError from Python, as in torch)."""
     if isinstance(x, _C.TensorBase) or isinstance(x, _Scalar):
         return x
     if isinstance(x, np.ndarray):
         return _wrap(x)
-    if isinstance(x, (list, tuple)):
-        from cgrad._creation import tensor
-        return tensor(x)
     return NotImplemented
+
+
+_CMP_OK = (builtins.int, builtins.float, builtins.bool, builtins.complex, np.number, np.bool_,
+           np.ndarray)
+_ONE_ELEMENT = "only one element tensors can be converted to Python scalars"
+
+
+def _alpha_check(fname, self, other, alpha):
+    """torch's checks of add/sub's alpha: a Number, and no float alpha for integer inputs."""
+    if not isinstance(alpha, _Scalar):
+        raise TypeError(f"{fname}(): argument 'alpha' must be Number, not "
+                        f"{_checks.type_name(alpha)}")
+    if isinstance(alpha, (builtins.float, np.floating)) and self._data.dtype.kind in "iub":
+        o = other._data.dtype.kind if isinstance(other, _C.TensorBase) else (
+            "f" if isinstance(other, (builtins.float, np.floating)) else "i")
+        if o in "iub":
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
 
 
 class Tensor(_C.TensorBase):
@@ -123,7 +140,12 @@ class Tensor(_C.TensorBase):
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[dim]
+        try:
+            return self._data.shape[dim]
+        except (IndexError, TypeError):
+            from cgrad.ops.reduce import _norm_dims
+            _norm_dims(_checks.check_int(dim, "size", "dim", 1), self._data.ndim)
+            raise
 
     @property
     def is_sparse(self):
@@ -161,14 +183,24 @@ class Tensor(_C.TensorBase):
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+                "Boolean value of Tensor with no values is ambiguous" if self._data.size == 0
+                else "Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(self._data)
 
     def __float__(self):
+        if self._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
         return builtins.float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
         return builtins.int(self.item())
+
+    def __complex__(self):
+        if self._data.size != 1:
+            raise ValueError(_ONE_ELEMENT)
+        return builtins.complex(self.item())
 
     def __index__(self):
         if self._data.dtype.kind not in "iu" or self._data.size != 1:
@@ -183,13 +215,26 @@ class Tensor(_C.TensorBase):
 
     # -- conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
+        """to(dtype), to(device), to(device, dtype), to(tensor): a copy in that dtype, or
+        self when nothing changes (cgrad has only the cpu device)."""
         dtype = kwargs.get("dtype")
+        _checks.check_device(kwargs.get("device"), "to")
         for a in args:
-            if isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu",)):
+            if isinstance(a, _C.TensorBase):
+                dtype = a._data.dtype
+            elif (isinstance(a, str) and _checks.is_device_string(a)) or (
+                    isinstance(a, builtins.int) and not isinstance(a, builtins.bool)):
+                _checks.check_device(a, "to")
+            elif isinstance(a, str):
+                try:
+                    dtype = np.dtype(a)
+                except TypeError:
+                    _checks.check_device(a, "to")      # neither: torch's device error
+            elif a is not None:
                 dtype = a
         if dtype is None:
             return self
-        dtype = np.dtype(dtype)
+        dtype = _checks.dtype_of(dtype, "to")
         if dtype == self._data.dtype:
             return self
         return _ops.ToCopy.apply(self, dtype)
@@ -197,6 +242,12 @@ class Tensor(_C.TensorBase):
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             return _C._type_name(self._data)
+        if isinstance(dtype, str):
+            kind = dtype.rpartition(".")[2]
+            names = {v: k for k, v in _C._TYPE_NAMES.items()}
+            if dtype.partition(".")[0] not in ("cgrad", "torch") or kind not in names:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = names[kind]
         return self.to(dtype)
 
     def float(self):
@@ -253,9 +304,13 @@ class Tensor(_C.TensorBase):
         return _ops.matmul(other, self)
 
     def add(self, other, *, alpha=1):
+        if alpha != 1 or type(alpha) is not builtins.int:
+            _alpha_check("add", self, other, alpha)
         return self + other if alpha == 1 else _add_alpha(self, other, alpha)
 
     def sub(self, other, *, alpha=1):
+        if alpha != 1 or type(alpha) is not builtins.int:
+            _alpha_check("sub", self, other, alpha)
         return self - other if alpha == 1 else _add_alpha(self, other, alpha, True)
 
     def mul(self, other):
@@ -275,11 +330,13 @@ class Tensor(_C.TensorBase):
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         cls = _ops.Sum if dim is None else _ops.SumDim
-        return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+        return cls.apply(self, dim, keepdim, None if dtype is None else
+                         _checks.dtype_of(dtype, "sum"))
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         cls = _ops.Mean if dim is None else _ops.MeanDim
-        return cls.apply(self, dim, keepdim, _dtype.to_dtype(dtype))
+        return cls.apply(self, dim, keepdim, None if dtype is None else
+                         _checks.dtype_of(dtype, "mean"))
 
     # -- shape -------------------------------------------------------------------------
     # torch's reshape/view/expand take the shape as one argument or as several, by position
@@ -320,6 +377,7 @@ class Tensor(_C.TensorBase):
 
     def add_(self, other, *, alpha=1):
         if alpha != 1:
+            _alpha_check("add_", self, other, alpha)
             if _axpy(self, other, alpha):
                 return self
             if isinstance(other, _C.TensorBase):
@@ -331,6 +389,7 @@ class Tensor(_C.TensorBase):
 
     def sub_(self, other, *, alpha=1):
         if alpha != 1:
+            _alpha_check("sub_", self, other, alpha)
             if _axpy(self, other, -alpha):
                 return self
             if isinstance(other, _C.TensorBase):
@@ -357,6 +416,9 @@ class Tensor(_C.TensorBase):
         return _inplace.apply_inplace(self, _IPOW, (exponent,), lambda s: s ** exponent, True)
 
     def neg_(self):
+        if self._data.dtype == np.bool_:
+            from cgrad.ops.elementwise import _NEG_BOOL
+            raise RuntimeError(_NEG_BOOL)
         return _inplace.apply_inplace(self, lambda a: np.negative(a, out=a), (),
                                       lambda s: -s, False)
 
@@ -364,11 +426,18 @@ class Tensor(_C.TensorBase):
         return _inplace.apply_inplace(self, _float_only(np.exp, "exp_"), (),
                                       lambda s: s.exp(), False)
 
+    def log_(self):
+        return _inplace.apply_inplace(self, _float_only(np.log, "log_"), (),
+                                      lambda s: s.log(), True)
+
     def zero_(self):
         return _inplace.apply_inplace(self, lambda a: a.fill(0), (),
                                       lambda s: _inplace.Zero.apply(s), False)
 
     def fill_(self, value):
+        if not isinstance(value, (_C.TensorBase,) + _Scalar + (builtins.complex,)):
+            raise TypeError(f"fill_(): argument 'value' (position 1) must be Number or Tensor, "
+                            f"not {_checks.type_name(value)}")
         if isinstance(value, _C.TensorBase):
             if value.ndim != 0:
                 raise RuntimeError(
@@ -383,7 +452,8 @@ class Tensor(_C.TensorBase):
     def copy_(self, other, non_blocking=False):
         src = other
         if not isinstance(src, _C.TensorBase):
-            src = _wrap(np.asarray(src))
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                            f"{_checks.type_name(src)}")
         try:
             np.broadcast_to(src._data, self._data.shape)
         except ValueError:
@@ -397,6 +467,7 @@ class Tensor(_C.TensorBase):
 
     def masked_fill_(self, mask, value):
         import cgrad
+        _inplace.check_mask_fill(self, mask, value, "masked_fill_")
         return _inplace.apply_inplace(
             self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
                                             casting="unsafe"),
@@ -421,6 +492,10 @@ class Tensor(_C.TensorBase):
         from cgrad._creation import _rng
         a, b = _uniform_bounds(args, kwargs)
         _inplace.check_leaf(self)
+        _inplace.check_random_fill(self, "check_uniform_bounds")
+        if a > b:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={a} > to={b}")
         np.copyto(self._data, _rng().uniform(a, b, size=self._data.shape), casting="unsafe")
         self._bump_version()
         return self
@@ -428,6 +503,9 @@ class Tensor(_C.TensorBase):
     def normal_(self, mean=0.0, std=1.0):
         from cgrad._creation import _rng
         _inplace.check_leaf(self)
+        _inplace.check_random_fill(self, "normal_kernel_cpu")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         np.copyto(self._data, _rng().normal(mean, std, size=self._data.shape),
                   casting="unsafe")
         self._bump_version()
@@ -435,8 +513,17 @@ class Tensor(_C.TensorBase):
 
     # -- comparisons (no gradient) -----------------------------------------------------
     def _cmp(self, other, fn):
-        o = other._data if isinstance(other, _C.TensorBase) else other
-        return _wrap(fn(self._data, o))
+        if isinstance(other, _C.TensorBase):
+            o = other._data
+        elif isinstance(other, _CMP_OK):
+            o = other
+        else:
+            return NotImplemented       # == None is False, < "a" a TypeError (torch)
+        try:
+            return _wrap(fn(self._data, o))
+        except ValueError as e:
+            _C._raise_if_broadcast(e)
+            raise
 
     def __eq__(self, other):
         return self._cmp(other, np.equal)

@@ -99,7 +99,7 @@ add("sqrt rsqrt reciprocal log log10 log1p log2", S(x=POS))
 add("abs_ ceil_ cos_ exp2_ expm1_ floor_ negative_ neg_ exp_ relu_ round_ sigmoid_ sign_ "
     "sin_ square_ tan_ tanh_ trunc_ nan_to_num_ zero_",
     S(lambda m, x: (x.clone(),), forms={"method"}))
-add("sqrt_ rsqrt_ reciprocal_ log10_ log1p_ log2_", S(lambda m, x: (x.clone(),), x=POS,
+add("sqrt_ rsqrt_ reciprocal_ log_ log10_ log1p_ log2_", S(lambda m, x: (x.clone(),), x=POS,
                                                        forms={"method"}))
 add("clamp_ clip_", S(lambda m, x: (x.clone(), -0.5, 0.5), forms={"method"}))
 add("clamp_min_", S(lambda m, x: (x.clone(), 0.0), forms={"method"}))

@@ -324,7 +324,7 @@ def test_deepcopy_module():
     assert m2[0].weight is not m[0].weight
     assert type(m2[0].weight) is nn.Parameter
     np.testing.assert_array_equal(np_of(m2[0].weight), np_of(m[0].weight))
-    m2[0].weight.data = m2[0].weight._data + 1
+    m2[0].weight.data = m2[0].weight.data + 1     # .data takes a Tensor (torch)
     assert not np.allclose(np_of(m2[0].weight), np_of(m[0].weight))
     assert list(m2.state_dict()) == list(m.state_dict())
 

@@ -31,7 +31,7 @@ from cgrad.ops import EXTENSION_MODULES  # noqa: E402
 # callables are listed in NOT_OPS with the reason they are not).
 TENSOR_PY_OPS = {
     "add", "add_", "sub", "sub_", "mul", "mul_", "div_", "pow", "pow_", "neg", "neg_", "exp",
-    "exp_", "log", "sum", "mean", "reshape", "view", "expand", "expand_as", "unsqueeze",
+    "exp_", "log", "log_", "sum", "mean", "reshape", "view", "expand", "expand_as", "unsqueeze",
     "clone", "contiguous", "to", "float", "double", "half", "long", "int", "bool", "type",
     "zero_", "fill_", "copy_", "masked_fill_", "uniform_", "normal_", "eq", "ne", "lt", "le",
     "gt", "ge",
@@ -246,7 +246,7 @@ EXPECTED: dict = {  # torch 2.13's outcome per case (regenerate: see the module 
         fmod/rconstant:fn fmod/rconstant:method gather:fn gather:method gelu:fn ger/leaf:fn
         ger/leaf:method ger/constant:fn ger/constant:method index_add/leaf:fn index_add/leaf:method
         index_select:fn index_select:method leaky_relu:fn log:fn log:method log10:fn log10:method
-        log10_:method log1p:fn log1p:method log1p_:method log2:fn log2:method log2_:method
+        log10_:method log1p:fn log1p:method log1p_:method log2:fn log2:method log2_:method log_:method
         log_softmax:fn log_softmax:method logsumexp:fn logsumexp:method masked_fill:fn
         masked_fill:method masked_fill/tensor:fn masked_fill/tensor:method masked_fill_:method
         masked_select:fn masked_select:method matmul/leaf:fn matmul/leaf:method matmul/constant:fn

@@ -259,7 +259,9 @@ def _close_cycle(how):
         x.grad = y
     elif how == "grad_self":
         (x * x).sum().backward()        # x holds an untracked .grad: x is registered
-        x.grad = x                      # a cycle of one object
+        with pytest.raises(RuntimeError, match="own grad"):
+            x.grad = x                  # a cycle of one object: torch refuses it
+        x.grad.grad = x                 # the shortest cycle through .grad left: x -> x.grad
     elif how == "grad_of_grad":
         x.grad = cgrad.zeros(4, dtype=cgrad.float64)
         x.grad.grad = y

@@ -7,6 +7,7 @@ import numpy as np
 
 from cgrad import _C
 from cgrad._warn import warn as _warn
+from cgrad._checks import type_name
 from cgrad.autograd import function, grad_mode, graph, anomaly_mode
 from cgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
                                          is_anomaly_enabled, set_detect_anomaly)
@@ -19,17 +20,25 @@ __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_gra
            "detect_anomaly", "set_detect_anomaly", "graph"]
 
 
+class _NotATensor(AssertionError, TypeError):
+    """torch asserts that each output is a Tensor (AssertionError); it is also a TypeError."""
+
+
 def _tensors(x, what):
     from cgrad.tensor import Tensor
     if isinstance(x, Tensor):
         return [x]
     if isinstance(x, Sequence):
         out = list(x)
-        for t in out:
+        for i, t in enumerate(out):
             if not isinstance(t, Tensor):
-                raise TypeError(f"{what} must be Tensors, got {type(t).__name__}")
+                if what == "inputs":
+                    raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                                       f"{type_name(t)}")
+                raise _NotATensor(f"Expected output to be a Tensor, but {what}[{i}] is "
+                                  f"{type_name(t)}")
         return out
-    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type_name(x)}")
 
 
 def _size_str(shape):
@@ -44,6 +53,10 @@ def _make_grads(outputs, grads, is_grads_batched=False):
         grads = [grads]
     else:
         grads = list(grads)
+        for g in grads:
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(
+                    f"gradients can be either Tensors or None, but got {type_name(g)}")
     if len(grads) != len(outputs):
         raise RuntimeError(
             f"grad can be implicitly created only for scalar outputs"
@@ -66,8 +79,6 @@ def _make_grads(outputs, grads, is_grads_batched=False):
                 out.append(None)
                 continue
         else:
-            if not isinstance(g, Tensor):
-                g = _C._wrap(np.asarray(g, dtype=o._data.dtype))
             if is_grads_batched:
                 _check_batched(g, o, i)
             elif g._data.shape != o._data.shape:
@@ -155,7 +166,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         inputs = _tensors(inputs, "inputs")
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     if retain_graph is None:
         retain_graph = create_graph
     if type(grad_tensors) in (list, tuple) and _C._roots_ready(tensors, list(grad_tensors)):
@@ -199,8 +210,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     single_input = not isinstance(inputs, (list, tuple))
     outputs = _tensors(outputs, "outputs")
     inputs = _tensors(inputs, "inputs")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if allow_unused is None:
         allow_unused = materialize_grads
+    elif not isinstance(allow_unused, (bool, np.bool_)):
+        raise TypeError(f"grad(): argument 'allow_unused' must be bool, not "
+                        f"{type_name(allow_unused)}")
     if materialize_grads and not allow_unused:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")

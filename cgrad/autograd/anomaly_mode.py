@@ -55,6 +55,11 @@ class set_detect_anomaly:
     """Turn anomaly detection on or off; usable as a function or a context manager."""
 
     def __init__(self, mode, check_nan=True):
+        for name, v in (("enabled", mode), ("check_nan", check_nan)):
+            if not isinstance(v, bool):
+                raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position "
+                                f"{1 if name == 'enabled' else 2}) must be bool, not "
+                                f"{type(v).__name__}")
         self.prev, self.prev_check_nan = _C._anomaly_state()
         _C._set_anomaly(bool(mode), bool(check_nan))
 

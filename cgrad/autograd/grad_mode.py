@@ -5,6 +5,8 @@ import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
+import numpy as np
+
 from cgrad import _C
 
 # the user-facing methods are annotated: `with cgrad.no_grad():` and `@cgrad.no_grad()` are
@@ -91,6 +93,9 @@ class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode; works as a function call, a context manager and a decorator."""
 
     def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self.mode = bool(mode)
         self.prev = _C._set_grad_enabled(self.mode)
 

@@ -81,8 +81,17 @@ def _as_tuple(x):
     return (x,)
 
 
+class _NotATensorOutput(AttributeError, TypeError):
+    """torch reads ``.requires_grad`` of every output (AttributeError for a non-tensor)."""
+
+
 def _differentiable_outputs(x):
-    return tuple(o for o in _as_tuple(x) if _is_tensor(o) and o.requires_grad)
+    outs = _as_tuple(x)
+    for o in outs:
+        if not _is_tensor(o):
+            raise _NotATensorOutput(f"'{type(o).__name__}' object has no attribute "
+                                    "'requires_grad' (gradcheck's function must return Tensors)")
+    return tuple(o for o in outs if o.requires_grad)
 
 
 def _diff_inputs(tupled_inputs):
@@ -552,6 +561,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
                       check_grad_dtypes, check_batched_grad, check_backward_ad, fast_mode,
                       masked):
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = func(*tupled_inputs)

@@ -48,6 +48,7 @@ from cgrad._warn import warn as _warn
 from cgrad.ops.binary import torch_type_name
 
 from cgrad import _C
+from cgrad import _checks
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
 from cgrad.ops.binary import mask_fill
@@ -117,12 +118,15 @@ def _broadcast_shape(a, b):
     return tuple(out)
 
 
-def _as_tensor(x, like=None):
-    if isinstance(x, TensorBase):
-        return x
-    from cgrad._creation import tensor
-    dt = like.dtype if like is not None and isinstance(x, numbers.Number) else None
-    return tensor(x, dtype=dt)
+def _as_tensor(x, like=None, fname="loss"):
+    """A loss's target must be a Tensor (torch: AttributeError on x.size(); see
+    cgrad._checks.NotATensorError)."""
+    return _checks.check_tensor(x, fname, "target", 2)
+
+
+def _loss_args(fname, input, target):
+    _checks.check_tensor(input, fname, "input", 1)
+    return _checks.check_tensor(target, fname, "target", 2)
 
 
 # ------------------------------------------------------------------------------------------
@@ -318,6 +322,13 @@ def linear(input, weight, bias=None):
     >>> F.linear(x, w, cgrad.zeros(4)).shape
     cgrad.Size([2, 4])
     """
+    _checks.check_tensor(input, "linear", "input", 1)
+    _checks.check_tensor(weight, "linear", "weight", 2)
+    if bias is not None:
+        _checks.check_tensor(bias, "linear", "bias", 3)
+        if input._data.dtype != weight._data.dtype and input.dim() >= 1 and weight.dim() == 2:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_tname(input._data.dtype)} and {_tname(weight._data.dtype)}")
     xd, wd = input.dim(), weight.dim()
     if xd == 0 or wd == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
@@ -372,9 +383,10 @@ def _get_softmax_dim(name, ndim, stacklevel):
 
 
 def _softmax_common(cls, name, input, dim, stacklevel, dtype):
+    _checks.check_tensor(input, name)
     if dim is None:
         dim = _get_softmax_dim(name, input.dim(), stacklevel)
-    dim = _norm_dim(dim, input.dim())
+    dim = _norm_dim(_checks.check_int(dim, name, "dim", 1), input.dim())
     if dtype is not None:
         input = input.to(dtype)
     return cls.apply(input, dim)
@@ -737,6 +749,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     input ``(N, C)``, ``(C,)`` or ``(N, C, d1, ...)`` log-probabilities; target int64 (or
     uint8) ``(N,)``, ``()`` or ``(N, d1, ...)``. Entries equal to ``ignore_index`` contribute
     nothing; 'mean' divides by the summed weights of the counted entries."""
+    _loss_args("nll_loss", input, target)
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable(weight, "nll_loss_forward", "weight")
     prep = _nll_prepare(input, target, weight, ignore_index, reduction)
@@ -763,6 +776,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     >>> F.cross_entropy(x, cgrad.tensor([0, 3]))
     tensor(1.3863, grad_fn=<NllLossBackward0>)
     """
+    _loss_args("nll_loss", input, target)
+    _loss_args("cross_entropy", input, target)
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable(weight, "nll_loss_forward", "weight")
     x = input._data
@@ -880,11 +895,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """Mean squared error ``(input - target)**2``, reduced. One node (``MseLossBackward0``);
     gradients flow to both input and target. A ``weight`` of the input's shape gives
     ``sum(w * err) / sum(w)`` for 'mean' (torch's formula)."""
-    target = _as_tensor(target, input)
+    target = _loss_args("mse_loss", input, target)
     _warn_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_get_string(size_average, reduce)
     _broadcast_shape(input.shape, target.shape)
+    if _result_dtype(input._data, target._data).kind not in "fc":
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for "
+                                  f"'{_tname(_result_dtype(input._data, target._data))}'")
     if weight is not None:
         if tuple(weight.shape) != tuple(input.shape):
             raise ValueError("Weights and input must have the same size.")
@@ -895,7 +913,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|``, reduced. As torch: an ``AbsBackward0`` node
     (of the difference, fused here) followed by ``mean``/``sum``."""
-    target = _as_tensor(target, input)
+    target = _loss_args("l1_loss", input, target)
     _warn_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_get_string(size_average, reduce)
@@ -1086,7 +1104,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if size_average is not None or reduce is not None:
         reduction = _legacy_get_string(size_average, reduce)
     reduction = _reduction(reduction)
-    target = _as_tensor(target, input)
+    target = _loss_args("binary_cross_entropy", input, target)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
                          f"size ({input.size()}) is deprecated. Please ensure they have the "
@@ -1097,6 +1115,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"Found dtype {_tname(target.dtype)} but expected {_tname(x.dtype)}")
     if not np.all((x >= 0) & (x <= 1)):
         raise RuntimeError("all elements of input should be between 0 and 1")
+    t = target._data
+    if not np.all((t >= 0) & (t <= 1)):         # NaN fails too, as in torch
+        raise RuntimeError("all elements of target should be between 0 and 1")
     W = None
     if weight is not None:
         W = weight._data
@@ -1124,7 +1145,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if size_average is not None or reduce is not None:
         reduction = _legacy_get_string(size_average, reduce)
     reduction = _reduction(reduction)
-    target = _as_tensor(target, input)
+    target = _loss_args("binary_cross_entropy_with_logits", input, target)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
                          f"({input.size()})")
@@ -1142,7 +1163,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         W = W.astype(dt, copy=False)
     if pos_weight is not None:
         PW = pos_weight._data
-        _broadcast_shape(PW.shape, x.shape)
+        bshape = _broadcast_shape(PW.shape, x.shape)
+        if bshape != x.shape:
+            raise RuntimeError(f"output with shape {_shape_list(x.shape)} doesn't match the "
+                               f"broadcast shape {_shape_list(bshape)}")
         PW = PW.astype(dt, copy=False)
     return _BCEWithLogits.apply(input, target, W, PW, reduction)
 
@@ -1213,6 +1237,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     Repeated indices accumulate their gradients; the ``padding_idx`` row gets no gradient.
     ``max_norm`` renormalises the looked-up rows of ``weight`` in place (no gradient), as in
     torch."""
+    _checks.check_tensor(weight, "embedding", "weight", 1)
+    _checks.check_tensor(input, "embedding", "indices", 2)
     idx = input._data
     W = weight._data
     if idx.dtype not in (np.int64, np.int32):
@@ -1303,6 +1329,7 @@ class _LayerNorm(Function):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalization over the trailing ``normalized_shape`` dims (biased variance).
     One node, ``NativeLayerNormBackward0``."""
+    _checks.check_tensor(input, "layer_norm")
     if isinstance(normalized_shape, numbers.Integral) or not isinstance(
             normalized_shape, (tuple, list)):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple "
@@ -1499,6 +1526,10 @@ def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_2nd_last,
     ...)``. Modes: 'constant' (any rank; negative amounts crop), 'reflect', 'replicate',
     'circular' (2-D..5-D inputs as in torch)."""
+    _checks.check_tensor(input, "pad")
+    if value is not None and not isinstance(value, (numbers.Number, np.number)):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not "
+                        f"{_checks.type_name(value)}")
     pads = tuple(pad)
     for i, p in enumerate(pads):
         if not isinstance(p, (numbers.Integral,)) or isinstance(p, bool):
@@ -1577,10 +1608,12 @@ def relu_(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _checks.check_number(negative_slope, "leaky_relu", "negative_slope", 2)
     return _act("leaky_relu", input, inplace, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _checks.check_number(alpha, "elu", "alpha", 2)
     return _act("elu", input, inplace, alpha)
 
 

@@ -82,13 +82,22 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+def _check_range(a, b):
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > "
+                           f"to={b}")
+
+
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
+    _check_range(a, b)
     return _write(tensor, _gen(generator).uniform(a, b, size=tensor._data.shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _write(tensor, _gen(generator).normal(mean, std, size=tensor._data.shape))
 
 
@@ -98,6 +107,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    _check_range(a, b)      # torch draws uniform_(a, b) proposals: its error
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         _warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
               "The distribution of values may be incorrect.")
@@ -128,6 +138,10 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     """Fill with ``val``."""
+    from cgrad._checks import type_name
+    if not isinstance(val, (int, float, complex, np.number, np.bool_)):
+        raise TypeError(f"fill_(): argument 'value' (position 1) must be Number or Tensor, not "
+                        f"{type_name(val)}")
     tensor._data.fill(val)
     tensor._bump_version()
     return tensor

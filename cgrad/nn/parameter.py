@@ -37,10 +37,8 @@ class Parameter(Tensor):
         elif isinstance(data, _C.TensorBase):
             arr, src = data._data, data
         else:
-            raise TypeError(
-                f"Parameter(): argument 'data' (position 1) must be Tensor, not "
-                f"{type(data).__module__ + '.' if type(data).__module__ != 'builtins' else ''}"
-                f"{type(data).__name__}")
+            from cgrad._checks import check_tensor
+            check_tensor(data, "Parameter", "data", 1)
         self = _C.TensorBase.__new__(cls)
         self._data = arr
         if src is not None:

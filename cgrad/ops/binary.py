@@ -61,7 +61,18 @@ def _scalar_dtype(s):
     if isinstance(s, (builtins.complex, np.complexfloating)):
         return np.dtype(np.complex64 if _dtype.get_default_dtype() == np.float32
                         else np.complex128)
-    raise TypeError(f"unsupported operand type {type(s).__name__}")
+    from cgrad._checks import type_name
+    raise TypeError(f"expected a Tensor or a Number, not {type_name(s)}")
+
+
+def _operand(fn, name, pos, v):
+    """A Tensor or Number argument (lists and arrays are converted by _to_tensor)."""
+    v = _to_tensor(v)
+    if not isinstance(v, (TensorBase, builtins.complex) + _Number):
+        from cgrad._checks import type_name
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor or Number, "
+                        f"not {type_name(v)}")
+    return v
 
 
 def _combine(higher, lower):
@@ -217,7 +228,8 @@ def where(condition, input=None, other=None):
     if input is None or other is None:
         raise TypeError("where() missing required argument 'input' or 'other'")
     _check_cond(condition._data)
-    return Where.apply(condition, _to_tensor(input), _to_tensor(other))
+    return Where.apply(condition, _operand("where", "input", 2, input),
+                       _operand("where", "other", 3, other))
 
 
 def _where_method(self, condition, other):
@@ -657,7 +669,7 @@ def floor_divide(input, other):
 def remainder(input, other):
     """Python-style remainder (the sign of the divisor); d/dinput = g,
     d/dother = -g * floor(input / other)."""
-    other = _number(_to_tensor(other))
+    other = _number(_operand("remainder", "other", 2, other))
     input = _number(_to_tensor(input))
     if not isinstance(input, TensorBase):
         if not isinstance(other, TensorBase):
@@ -748,7 +760,17 @@ def _cmp_fn(npfn, name):
         if not isinstance(x, TensorBase):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
-        return _wrap(npfn(x._data, _raw(_to_tensor(other))))
+        o = _to_tensor(other)
+        if not isinstance(o, (TensorBase,) + _Number):
+            from cgrad._checks import type_name
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                            f"{type_name(other)}")
+        try:
+            return _wrap(npfn(x._data, _raw(o)))
+        except ValueError as e:
+            from cgrad._C import _raise_if_broadcast
+            _raise_if_broadcast(e)
+            raise
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} (a boolean tensor; broadcasting; no gradient)."
     return fn
@@ -820,8 +842,16 @@ def _op(fn):
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise (a boolean tensor)."""
-    return _wrap(np.isclose(input._data, _raw(_to_tensor(other)), rtol=rtol, atol=atol,
-                            equal_nan=equal_nan))
+    o = _raw(_to_tensor(other))
+    if isinstance(o, np.ndarray) and o.dtype != input._data.dtype:
+        raise RuntimeError(f"{torch_type_name(input._data.dtype)} did not match "
+                           f"{torch_type_name(o.dtype)}")
+    try:
+        return _wrap(np.isclose(input._data, o, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    except ValueError as e:
+        from cgrad._C import _raise_if_broadcast
+        _raise_if_broadcast(e)
+        raise
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

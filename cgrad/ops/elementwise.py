@@ -295,13 +295,33 @@ def add_alpha(input, other, alpha, subtract=False):
     return input - other * alpha if subtract else input + other * alpha
 
 
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+             "to invert a mask, use the `~` or `logical_not()` operator instead.")
+_INT_POW = "Integers to negative integer powers are not allowed."
+
+
+def _power(x, y):
+    """np.power with torch's RuntimeError for integers to negative integer powers."""
+    try:
+        return np.power(x, y)
+    except ValueError as e:
+        if str(e).startswith(_INT_POW):
+            raise RuntimeError(_INT_POW) from None
+        raise
+
+
 class Neg(Function):
     """-a.  d/da = -g."""
     _node_name = "NegBackward0"
 
     @staticmethod
     def forward(ctx, a):
-        return np.negative(a._data)
+        try:
+            return np.negative(a._data)
+        except TypeError:
+            if a._data.dtype == np.bool_:
+                raise RuntimeError(_NEG_BOOL) from None
+            raise
 
     @staticmethod
     def backward(ctx, g):
@@ -317,7 +337,7 @@ class Pow(Function):
         if ctx is not None:
             ctx.save_for_backward(a, b)
         x, y = a._data, b._data
-        out = np.power(x, y)
+        out = _power(x, y)
         return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
 
     @staticmethod
@@ -354,7 +374,7 @@ class PowScalar(Function):
         if s == 2:
             out = np.square(x)
         else:
-            out = np.power(x, s)
+            out = _power(x, s)
         return out if out.dtype is x.dtype else promote(out, x, s)
 
     @staticmethod

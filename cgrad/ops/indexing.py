@@ -599,6 +599,10 @@ def masked_fill(input, mask, value):
         return MaskedFillTensor.apply(input, m, value)
     if isinstance(value, np.ndarray):
         value = value.item()
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        from cgrad._checks import type_name
+        raise TypeError(f"masked_fill(): argument 'value' (position 2) must be Number or "
+                        f"Tensor, not {type_name(value)}")
     return MaskedFill.apply(input, m, value)
 
 
@@ -712,6 +716,8 @@ def select(input, dim, index):
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, arr.ndim)
     i = int(index.item()) if isinstance(index, TensorBase) else operator.index(index)
+    if not -2 ** 63 <= i < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
     n = arr.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size "

@@ -206,6 +206,29 @@ def apply_inplace(self, fn, others, compute, saves_self):
     return self
 
 
+def check_random_fill(self, kernel):
+    """uniform_/normal_ fill floating tensors only (torch's kernel error otherwise)."""
+    if self._data.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{torch_type_name(self._data.dtype)}'")
+
+
+def check_mask_fill(self, mask, value, fname):
+    """masked_fill(_)'s checks: a bool mask broadcastable to self, a Number or 0-d value."""
+    from cgrad import _checks
+    if isinstance(mask, _C.TensorBase) and mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
+                           f"dtype {mask._data.dtype}")
+    if not isinstance(value, (_C.TensorBase, int, float, bool, complex, np.number, np.bool_)):
+        raise TypeError(f"{fname}(): argument 'value' (position 2) must be Number or Tensor, "
+                        f"not {_checks.type_name(value)}")
+    if isinstance(mask, _C.TensorBase) and fname.endswith("_"):
+        shape = np.broadcast_shapes(self._data.shape, mask._data.shape)
+        if shape != self._data.shape:
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+
+
 def ufunc_inplace(ufunc):
     """fn(arr, other) for apply_inplace: ufunc(arr, other, out=arr) with torch's cast rule."""
     def fn(a, b):
@@ -213,6 +236,8 @@ def ufunc_inplace(ufunc):
             ufunc(a, b, out=a, casting="same_kind")
         except TypeError:
             out_dt = np.result_type(a, b)
+            if ufunc is np.true_divide:
+                out_dt = np.result_type(out_dt, np.float32)
             if a.dtype.kind in "iub" and out_dt.kind == "f" and np.ndim(b) == 0:
                 raise RuntimeError(f"result type Float can't be cast to the desired output "
                                    f"type {torch_type_name(a.dtype)}") from None
@@ -423,14 +448,42 @@ class _ScatterFlat(Function):
         return gg.reshape(-1)[ctx._aux], None, None
 
 
+_INDEX_TYPES = "only integers, slices (`:`), ellipsis (`...`), None and long or byte " \
+               "Variables are valid indices"
+
+
+def _setitem_error(self, idx, nidx, v, e):
+    """torch's error for a setitem NumPy refused (`e`)."""
+    if isinstance(e, IndexError):
+        for i in (idx if isinstance(idx, tuple) else (idx,)):
+            if isinstance(i, (float, str, dict, set)) or i is None.__class__:
+                return IndexError(f"{_INDEX_TYPES} (got {type(i).__name__})")
+        return IndexError(str(e).replace(" for axis ", " for dimension "))
+    target = self._data[nidx].shape
+    vs = np.shape(v)
+    for k in range(1, max(len(target), len(vs)) + 1):
+        t = target[-k] if k <= len(target) else 1
+        s = vs[-k] if k <= len(vs) else 1
+        if s != t and s != 1:
+            return RuntimeError(
+                f"The expanded size of the tensor ({t}) must match the existing size ({s}) at "
+                f"non-singleton dimension {max(len(target), len(vs)) - k}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(vs)}")
+    return RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be broadcast "
+                        f"to indexing result of shape {list(target)}")
+
+
 def setitem(self, idx, value):
     """Tensor.__setitem__ with torch semantics (in place, recorded when autograd needs it)."""
     from cgrad.tensor import Tensor
+    if not isinstance(value, (_C.TensorBase, np.ndarray, int, float, bool, complex, np.number,
+                              np.bool_)):
+        raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+    for i in (idx if isinstance(idx, tuple) else (idx,)):
+        if isinstance(i, (float, str)):
+            raise IndexError(f"{_INDEX_TYPES} (got {type(i).__name__})")
     nidx = _np_index(idx)
-    if isinstance(value, (list, tuple)):
-        from cgrad._creation import tensor
-        value = tensor(value, dtype=self.dtype)
-    elif isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray):
         value = _wrap(value)
     if needs_record(self, value):
         cls = CopySlices if _is_basic(idx) else IndexPut
@@ -440,9 +493,7 @@ def setitem(self, idx, value):
     v = value._data if isinstance(value, _C.TensorBase) else value
     try:
         self._data[nidx] = v
-    except ValueError as e:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot "
-                           f"be broadcast to indexing result of shape "
-                           f"{list(self._data[nidx].shape)}") from e
+    except (ValueError, IndexError) as e:
+        raise _setitem_error(self, idx, nidx, v, e) from None
     self._bump_version()
     return self

@@ -555,6 +555,11 @@ def permute_dims(dims):
         return tuple(dims[0].tolist())
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    for d in dims:
+        if not isinstance(d, (int, np.integer)):
+            from cgrad._checks import type_name
+            raise TypeError(f"permute(): argument 'dims' (position 1) must be tuple of ints, "
+                            f"not {type_name(d)}")
     return dims
 
 

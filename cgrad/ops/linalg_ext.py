@@ -525,6 +525,10 @@ def einsum(*args):
     if len(args) < 2:
         raise ValueError("einsum(): must specify the equation string and at least one operand, "
                          "or at least one operand and its subscripts list")
+    if not isinstance(args[0], (str, TensorBase)):
+        from cgrad._checks import type_name
+        raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not "
+                        f"{type_name(args[0])}")
     if isinstance(args[0], str):
         equation = args[0]
         operands = args[1:]

@@ -6,18 +6,38 @@ import numpy as np
 from cgrad.autograd.function import Function
 
 
-def _norm_dims(dim, ndim):
+def _dim_int(d):
+    """A dim given as an int-like (NumPy int, 0-d integer tensor); torch's TypeError else."""
+    import operator
+    try:
+        return operator.index(d)
+    except TypeError:
+        from cgrad._checks import type_name
+        raise TypeError(f"argument 'dim' must be int or tuple of ints, not {type_name(d)}") \
+            from None
+
+
+def _norm_dims(dim, ndim, unique=False):
+    """dim (an int or ints) as non-negative dims; torch's errors for a bad type, a dim out of
+    range and (unique) a dim given twice."""
     if dim is None:
         return None
     if isinstance(dim, int):
         dim = (dim,)
+    elif not isinstance(dim, (tuple, list)):
+        dim = (_dim_int(dim),)
     out = []
     for d in dim:
+        if type(d) is not int:
+            d = _dim_int(d)
         if not -max(ndim, 1) <= d < max(ndim, 1):
             raise IndexError(
                 f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
                 f"{max(ndim, 1) - 1}], but got {d})")
         out.append(d % ndim if ndim else 0)
+    if unique and len(out) > 1 and len(set(out)) < len(out):
+        dup = next(d for i, d in enumerate(out) if d in out[:i])
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     return tuple(out)
 
 
@@ -34,7 +54,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False, dtype=None):
         arr = a._data
-        dims = _norm_dims(dim, arr.ndim)
+        dims = _norm_dims(dim, arr.ndim, True)
         if ctx is not None:
             ctx._aux = (arr.shape, dims, keepdim)
         if arr.ndim == 0:
@@ -62,7 +82,7 @@ class Mean(Function):
             raise RuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating "
                 f"point or complex dtype. Got: {_dtype_name(arr.dtype)}")
-        dims = _norm_dims(dim, arr.ndim)
+        dims = _norm_dims(dim, arr.ndim, True)
         if ctx is not None:
             n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
             ctx._aux = (arr.shape, dims, keepdim, n)

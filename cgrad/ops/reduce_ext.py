@@ -63,7 +63,8 @@ def _dims(dim, ndim, empty_is_all=True):
 def _one_dim(dim, ndim):
     """A single dim (an int), normalised; torch's IndexError when out of range."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, (bool, np.bool_)):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        from cgrad._checks import type_name
+        raise TypeError(f"argument 'dim' must be int, not {type_name(dim)}")
     return _norm_dims(int(dim), ndim)[0]
 
 

@@ -12,13 +12,27 @@ from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
 
 
-def _infer_shape(shape, numel):
+def _infer_shape(shape, numel, fname="view"):
     shape = list(shape)
+    for i, s in enumerate(shape):
+        if type(s) is not int:
+            try:
+                shape[i] = s = operator.index(s)
+            except TypeError:
+                from cgrad._checks import type_name
+                raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type {type_name(s)} at pos {i}") from None
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
     if neg:
         rest = int(np.prod([s for s in shape if s != -1]))
+        if rest == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {shape} because "
+                               "the unspecified dimension size -1 can be any value and is "
+                               "ambiguous")
         if rest == 0 or numel % rest:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape[neg[0]] = numel // rest
@@ -35,7 +49,7 @@ class Reshape(Function):
     def forward(ctx, a, shape):
         if ctx is not None:
             ctx._aux = a._data.shape
-        return a._data.reshape(_infer_shape(shape, a._data.size))
+        return a._data.reshape(_infer_shape(shape, a._data.size, "reshape"))
 
     @staticmethod
     def backward(ctx, g):
@@ -78,7 +92,12 @@ def _expand_shape(arr, shape):
             f"the tensor ({nd})")
     out = []
     for i, s in enumerate(shape):
-        s = operator.index(s)
+        try:
+            s = operator.index(s)
+        except TypeError:
+            from cgrad._checks import type_name
+            raise TypeError(f"expand(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{type_name(s)}") from None
         j = i - (n - nd)
         if j < 0:
             if s < 0:

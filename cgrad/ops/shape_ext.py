@@ -63,9 +63,10 @@ def _int(x):
 
 
 def _check_tensors(tensors, fn):
-    if isinstance(tensors, TensorBase):
+    if isinstance(tensors, TensorBase) or not hasattr(tensors, "__iter__"):
+        from cgrad._checks import type_name
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not Tensor")
+                        f"not {type_name(tensors)}")
     tensors = tuple(tensors)
     for i, t in enumerate(tensors):
         if not isinstance(t, TensorBase):
@@ -248,11 +249,17 @@ class Repeat(Function):
         return g.reshape(shape), None
 
 
-def _repeat_args(sizes):
+def _repeat_args(sizes, fname="repeat", what="'repeats' (position 1)"):
     sizes = _dims_arg(sizes)
     if len(sizes) == 1 and isinstance(sizes[0], TensorBase):
         sizes = tuple(sizes[0].tolist())
-    return tuple(operator.index(s) for s in sizes)
+    try:
+        return tuple(operator.index(s) for s in sizes)
+    except TypeError:
+        from cgrad._checks import type_name
+        bad = next(s for s in sizes if not isinstance(s, (int, np.integer)))
+        raise TypeError(f"{fname}(): argument {what} must be tuple of ints, not "
+                        f"{type_name(bad)}") from None
 
 
 def repeat(self, *sizes, repeats=None):
@@ -272,12 +279,19 @@ def repeat(self, *sizes, repeats=None):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(r * s for r, s in zip(reps, pad))}: "
                            f"{[r * s for r, s in zip(reps, pad)]}")
-    return Repeat.apply(self, reps)
+    try:
+        return Repeat.apply(self, reps)
+    except (MemoryError, ValueError) as e:
+        from cgrad._checks import shape_error
+        err = shape_error("repeat", [r * s for r, s in zip(reps, pad)], arr.dtype, e)
+        if err is e and not isinstance(e, MemoryError):
+            raise
+        raise err from None
 
 
 def tile(input, *args, dims=None):
     """torch.tile: repeat with leading 1s added to `dims` when it is shorter than the shape."""
-    reps = _repeat_args(args if dims is None else (dims,))
+    reps = _repeat_args(args if dims is None else (dims,), "tile", "'dims' (position 2)")
     nd = input._data.ndim
     if len(reps) < nd:
         reps = (1,) * (nd - len(reps)) + reps
@@ -487,6 +501,10 @@ def _atleast_fn(n):
     def fn(*tensors):
         if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
             return tuple(_atleast(t, n) for t in _check_tensors(tensors[0], f"atleast_{n}d"))
+        if len(tensors) == 1 and not isinstance(tensors[0], TensorBase):
+            from cgrad._checks import type_name
+            raise TypeError(f"atleast_{n}d(): argument 'input' (position 1) must be Tensor or "
+                            f"tuple of Tensors, not {type_name(tensors[0])}")
         tensors = _check_tensors(tensors, f"atleast_{n}d")
         out = tuple(_atleast(t, n) for t in tensors)
         return out[0] if len(out) == 1 else out
@@ -730,6 +748,8 @@ class Flip(Function):
     def forward(ctx, a, dims):
         if ctx is not None:
             ctx._aux = dims
+        if a._data.ndim == 0:               # dim 0 (or -1) of a 0-d tensor: nothing to flip
+            return a._data.copy()
         return np.flip(a._data, dims).copy()
 
     @staticmethod

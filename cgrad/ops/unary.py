@@ -932,6 +932,9 @@ def ceil(input):
 
 def round(input, *, decimals=0):
     """Round half to even; with decimals, at that many decimal places."""
+    if type(decimals) is not int:
+        from cgrad._checks import check_int
+        decimals = check_int(decimals, "round", "decimals", 2)
     if decimals == 0:
         return Round.apply(input)
     return RoundDecimals.apply(input, decimals)
@@ -943,6 +946,11 @@ def trunc(input):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """nan -> nan, +inf -> posinf (default: the dtype's max), -inf -> neginf (its min)."""
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and not isinstance(v, (int, float, np.number)):
+            from cgrad._checks import type_name
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not "
+                            f"{type_name(v)}")
     return NanToNum.apply(input, nan, posinf, neginf)
 
 

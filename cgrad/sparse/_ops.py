@@ -261,6 +261,9 @@ class DenseSparseMatMul(Function):
 def matmul(a, b):
     """matmul / mm / @ when an operand is sparse: sparse @ dense, dense @ sparse."""
     a_sp, b_sp = type(a) is SparseTensor, type(b) is SparseTensor
+    if not (a_sp or b_sp):                  # torch.spmm / sparse.mm of two dense tensors
+        from cgrad.ops.linalg_ext import mm as dense_mm
+        return dense_mm(a, b)
     if a_sp and b_sp:
         raise _unsupported("mm (sparse @ sparse)")
     if a_sp:
@@ -279,6 +282,13 @@ def sparse_mm(mat1, mat2):
     """torch.sparse.mm: sparse @ dense whose sparse operand gets a *sparse* gradient on its
     (coalesced) pattern, computed by SDDMM in O(nnz * F). dense @ sparse is also accepted."""
     if type(mat1) is SparseTensor and type(mat2) is not SparseTensor:
+        if not isinstance(mat2, _TensorBase):
+            from cgrad._checks import type_name
+            raise TypeError(f"sparse.mm(): argument 'dense' (position 2) must be Tensor, not "
+                            f"{type_name(mat2)}")
+        if mat2.dim() < 2:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(mat2.dim(), 1)}, {max(mat2.dim(), 1) - 1}], but got 1)")
         return SparseAddmm.apply(mat1, mat2, True)
     return matmul(mat1, mat2)
 
@@ -356,12 +366,8 @@ def sum(input, dim=None, dtype=None):
     if dim is None:
         return _SumAll.apply(s, False)
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    norm = set()
-    for d in dims:
-        if not -nd <= d < nd:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
-                             f"{nd - 1}], but got {d})")
-        norm.add(d % nd)
+    from cgrad.ops.reduce import _norm_dims
+    norm = set(_norm_dims(tuple(dims), nd, True))
     if len(norm) == nd:
         return _SumAllDims.apply(s, False)
     return _SumDim.apply(s, norm.pop())

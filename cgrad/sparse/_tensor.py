@@ -213,8 +213,9 @@ class SparseTensor(Tensor):
         return _SparseT.apply(self)
 
     def transpose(self, dim0, dim1):
+        from cgrad.ops.reduce import _norm_dims
         nd = self._pattern.ndim
-        d0, d1 = dim0 % nd, dim1 % nd
+        d0, d1 = _norm_dims((dim0, dim1), nd)
         if d0 == d1:
             return self
         return self.t()
@@ -454,6 +455,10 @@ def _index_array(indices):
         arr = indices
         key, version = (indices, 0) if not indices.flags.writeable else (None, 0)
     else:
+        if not isinstance(indices, (list, tuple)):
+            from cgrad._checks import type_name
+            raise TypeError(f"sparse_coo_tensor(): argument 'indices' (position 1) must be "
+                            f"Tensor, not {type_name(indices)}")
         arr = np.asarray(indices)
         if arr.size == 0:
             arr = arr.astype(np.int64).reshape(arr.shape if arr.ndim == 2 else (0, 0))
@@ -477,7 +482,19 @@ def _shape_of(size, idx):
         return tuple(int(m) + 1 for m in idx.max(axis=1))
     if isinstance(size, (builtins.int, np.integer)):
         size = (size,)
-    return tuple(int(s) for s in size)
+    import operator
+    from cgrad._checks import type_name
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"sparse_coo_tensor(): argument 'size' (position 3) must be tuple of "
+                        f"ints, not {type_name(size)}")
+    try:
+        shape = tuple(operator.index(s) for s in size)
+    except TypeError:
+        raise TypeError("sparse_coo_tensor(): argument 'size' (position 3) must be tuple of "
+                        "ints") from None
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"sparse_coo_tensor: negative dimension in size {list(shape)}")
+    return shape
 
 
 def _pattern_for(indices, size):
@@ -526,6 +543,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     (RuntimeError for negative or out-of-range ones); values must be 1-D (no hybrid
     tensors) and not float16 (scipy.sparse has no float16).
     """
+    from cgrad import _checks
+    _checks.check_device(device, "sparse_coo_tensor")
     pattern = _pattern_for(indices, size)
     values = _values_tensor(values, dtype)
     if values._data.ndim != 1:
@@ -541,6 +560,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     _check_values_dtype(values._data.dtype)
     out = _SparseCoo.apply(pattern, values, bool(is_coalesced))
     if requires_grad:
+        if values._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         if out.grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables.")

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from cgrad import _dtype
 from cgrad.nn import functional as F
 from cgrad.nn import init
 from cgrad.nn.modules.module import Module
@@ -15,11 +12,9 @@ __all__ = ["Identity", "Linear", "Bilinear", "bilinear"]
 
 
 def _empty(shape, dtype, device=None):
-    if device is not None and str(device).split(":")[0] != "cpu":
-        raise RuntimeError(f"cgrad supports only the CPU device (got {device!r})")
-    from cgrad import _C
-    dt = np.dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    return _C._wrap(np.empty(shape, dtype=dt))
+    """cgrad.empty(shape): torch's errors for a bad size, dtype or device."""
+    from cgrad._creation import empty
+    return empty(tuple(shape), dtype=dtype, device=device)
 
 
 class Identity(Module):

@@ -417,6 +417,9 @@ class Module:
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on every parameter; returns self."""
+        if requires_grad is not True and requires_grad is not False:
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -455,7 +458,7 @@ class Module:
                 continue
             new = fn(p._data)
             if new is not p._data:
-                p.data = new
+                p.data = _C._wrap(new)
             g = p.grad
             if g is not None:
                 new_g = fn(g._data)
@@ -483,15 +486,20 @@ class Module:
         from cgrad import _dtype
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
+        from cgrad import _checks
         for a in args:
             if isinstance(a, _C.TensorBase):
                 dtype = a.dtype
-            elif isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "mps", "meta"):
+            elif isinstance(a, str) and _checks.is_device_string(a):
                 device = a
+            elif isinstance(a, str):
+                try:
+                    dtype = np.dtype(a)
+                except TypeError:
+                    device = a          # neither a dtype nor a device: the device error
             elif a is not None:
                 dtype = a
-        if device is not None and str(device).split(":")[0] != "cpu":
-            raise RuntimeError(f"cgrad supports only the CPU device (got {device!r})")
+        _checks.check_device(device, "to")
         if dtype is None:
             return self
         dtype = np.dtype(_dtype.to_dtype(dtype))

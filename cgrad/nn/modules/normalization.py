@@ -105,6 +105,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     ``training=True``: batch statistics (one ``NativeBatchNormBackward0`` node); if running
     stats are given they are updated in place: ``r = (1 - momentum) * r + momentum * s`` with
     the unbiased batch variance. ``training=False``: the running statistics are used."""
+    if momentum is not None and not isinstance(momentum, (int, float, np.number)):
+        from cgrad._checks import type_name
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type_name(momentum)}")
     shape = tuple(input.shape)
     if len(shape) < 2:
         raise ValueError(f"Expected 2D or higher input (got {len(shape)}D input)")
@@ -137,7 +141,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var._bump_version()
         return out
     if running_mean is None or running_var is None:
-        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must "
+                           "be defined in evaluation mode")
     pshape = (1, C) + (1,) * (len(shape) - 2)
     rstd = (1.0 / np.sqrt(running_var._data + eps)).astype(input.dtype, copy=False)
     xc = input - _wrap(running_mean._data.reshape(pshape))

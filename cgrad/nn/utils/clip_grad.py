@@ -85,6 +85,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """Scale the gradients of ``parameters`` (an iterable or one Tensor) in place so that
     their total ``norm_type``-norm is at most ``max_norm``; returns the total norm before
     clipping (a 0-d Tensor). ``error_if_nonfinite`` raises on a NaN/inf total norm."""
+    max_norm = float(max_norm)          # torch converts it first (ValueError for 'a')
     params = _as_list(parameters)
     grads = [p.grad for p in params if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)

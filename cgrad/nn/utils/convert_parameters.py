@@ -48,5 +48,9 @@ def vector_to_parameters(vec, parameters):
     pointer = 0
     for param in parameters:
         n = param.numel()
-        param.data = arr[pointer:pointer + n].reshape(param.shape)
+        piece = arr[pointer:pointer + n]
+        if piece.size != n:
+            raise RuntimeError(f"shape '{list(param.shape)}' is invalid for input of size "
+                               f"{piece.size}")
+        param.data = _C._wrap(piece.reshape(param.shape))
         pointer += n

@@ -1,0 +1,177 @@
+"""Argument checks shared by the factories, Tensor.to, nn.Module.to and sparse: torch's
+error types and messages for devices, dtypes, sizes and flags (docs/bad_inputs.md).
+
+These run on the error path or once per factory call, never per element."""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+_INT64_MAX = 2 ** 63 - 1
+
+
+def type_name(x):
+    """torch's name for the type of an argument in its messages: 'list', 'Tensor',
+    'numpy.ndarray', 'numpy.float64'."""
+    from cgrad import _C
+    if isinstance(x, _C.TensorBase):
+        return "Tensor"
+    t = type(x)
+    mod = t.__module__ or ""
+    if mod == "builtins":
+        return t.__name__
+    if mod.startswith("numpy"):
+        return f"numpy.{t.__name__}"
+    return t.__name__
+
+
+def is_device_string(s):
+    """Does the string name a device type (whether or not cgrad has it)?"""
+    return s.partition(":")[0] in _DEVICE_TYPES
+
+
+def check_device(device, fname="tensor"):
+    """Accept None, 'cpu', 'cpu:N' (and objects whose str is such); refuse everything else
+    as torch built without accelerators does."""
+    if device is None:
+        return
+    if isinstance(device, builtins.bool) or not isinstance(device, (str, builtins.int)):
+        text = getattr(device, "type", None)
+        if isinstance(text, str):       # a device object (e.g. torch.device)
+            device = str(device)
+        else:
+            raise TypeError(f"{fname}(): argument 'device' must be a device (such as 'cpu'), "
+                            f"not {type_name(device)}")
+    if isinstance(device, builtins.int):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    kind, sep, index = device.partition(":")
+    if kind not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
+                           f"of device string: {device}")
+    if sep and not index.isdigit():
+        raise RuntimeError(f"Invalid device string: '{device}'")
+    if kind == "cpu":
+        return
+    if kind == "cuda":
+        raise AssertionError("cgrad not compiled with CUDA enabled (cgrad runs on the CPU "
+                             "only)")
+    raise RuntimeError(f"cgrad supports only the cpu device, got '{device}'")
+
+
+def check_bool(value, fname, name="requires_grad"):
+    if value is not True and value is not False:
+        if isinstance(value, np.bool_):
+            return builtins.bool(value)
+        raise TypeError(f"{fname}(): argument '{name}' must be bool, not {type_name(value)}")
+    return value
+
+
+def dtype_of(dtype, fname="tensor"):
+    """An np.dtype from a dtype argument (cgrad's dtypes are NumPy dtypes), or None."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, np.dtype):
+        return dtype
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{fname}(): argument 'dtype' must be a dtype such as cgrad.float32, "
+                        f"not {type_name(dtype)} {dtype!r}") from None
+
+
+def _shape_items(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return size[0], True
+    if len(size) == 1 and type(size[0]).__name__ == "Size":
+        return size[0], True
+    return size, False
+
+
+def size_error(fname, size, dtype, err):
+    """The torch error for a size given to a factory, after NumPy refused it (`err`)."""
+    items, seq = _shape_items(size) if isinstance(size, tuple) else (size, True)
+    if not isinstance(items, (tuple, list)):
+        return TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not "
+                         f"{type_name(items)}")
+    dims = []
+    for i, d in enumerate(items):
+        try:
+            dims.append(operator.index(d))
+        except TypeError:
+            if len(items) == 1 and not seq:
+                return TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of "
+                                 f"ints, not {type_name(d)}")
+            return TypeError(f"{fname}(): argument 'size' failed to unpack the object at pos "
+                             f"{i + 1} with error \"type must be tuple of ints,but got "
+                             f"{type_name(d)}\"")
+    return shape_error(fname, dims, dtype, err)
+
+
+def shape_error(fname, dims, dtype, err):
+    """torch's error for a shape of ints NumPy refused (`err`); `err` itself when the shape
+    was not the problem."""
+    for d in dims:
+        if d < 0:
+            if fname == "zeros":
+                return RuntimeError("zeros: Dimension size must be non-negative.")
+            return RuntimeError(f"Trying to create tensor with negative dimension {d}: "
+                                f"{list(dims)}")
+    numel = math.prod(dims)
+    nbytes = numel * np.dtype(dtype).itemsize
+    if numel > _INT64_MAX or nbytes > _INT64_MAX:
+        return RuntimeError(f"Storage size calculation overflowed with sizes={list(dims)}")
+    if isinstance(err, MemoryError):
+        return alloc_error(nbytes)
+    return err
+
+
+class AllocationError(RuntimeError, MemoryError):
+    """Memory the system would not give: torch raises RuntimeError ("can't allocate memory");
+    NumPy and Python code catch MemoryError. This is both, so either except clause works."""
+
+
+def alloc_error(nbytes):
+    return AllocationError(f"can't allocate memory: you tried to allocate {nbytes} bytes. cgrad "
+                        "could not get that much memory from the system.")
+
+
+class NotATensorError(TypeError, AttributeError):
+    """A Tensor argument that is not a Tensor. torch raises TypeError from its C bindings and,
+    from its Python functions that read an attribute first, AttributeError: this error is
+    both, so either except clause catches it."""
+
+
+def check_tensor(x, fname, name="input", pos=1):
+    from cgrad import _C
+    if not isinstance(x, _C.TensorBase):
+        raise NotATensorError(f"{fname}(): argument '{name}' (position {pos}) must be Tensor, "
+                              f"not {type_name(x)}")
+    return x
+
+
+def check_number(value, fname, name, pos):
+    """A Number argument (Python or NumPy scalar, or a one-element tensor): its value."""
+    from cgrad import _C
+    if isinstance(value, (builtins.int, builtins.float, builtins.complex, np.number, np.bool_)):
+        return value
+    if isinstance(value, _C.TensorBase) and value._data.ndim == 0:
+        return value._data.item()
+    raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be Number, not "
+                    f"{type_name(value)}")
+
+
+def check_int(value, fname, name, pos):
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be int, not "
+                        f"{type_name(value)}") from None
+    if not -2 ** 63 <= v <= _INT64_MAX:
+        raise ValueError("Overflow when unpacking long long")
+    return v
