@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -242,3 +243,311 @@ def test_gat_example_heads_index_follows_edits():
     _check_spmm(idx, idx.numpy(), vals, (n, n), B)
     idx.numpy()[1, :3] = 0
     _check_spmm(idx, idx.numpy(), vals, (n, n), B)
+
+
+# ========================================================================================
+# 2. reductions over zero elements; builtins hidden by a module's own names
+# ========================================================================================
+_EMPTY_CASES = [((0, 3), {}), ((0, 3), {"dim": 0}), ((0, 3), {"dim": 1}),
+                ((2, 0), {"dim": 1}), ((2, 0), {"dim": 1, "keepdim": True}),
+                ((2, 0), {"dim": 0}), ((0,), {"dim": 0}), ((0, 3), {"dim": -1}),
+                ((2, 0, 3), {"dim": 2, "keepdim": True})]
+_EMPTY_OPS = ["amax", "amin", "max", "min", "argmax", "argmin", "logsumexp", "prod", "std",
+              "var", "sum", "mean", "nansum", "all", "any", "count_nonzero", "norm"]
+
+
+def test_amax_amin_with_dim_on_zero_elements():
+    x = cgrad.zeros(0, 3, requires_grad=True)
+    for name in ("amax", "amin"):
+        y = getattr(cgrad, name)(x, dim=1)              # was AttributeError ('generator')
+        assert y.shape == (0,)
+        assert getattr(x, name)(1, keepdim=True).shape == (0, 1)
+        y.sum().backward()
+        assert x.grad.shape == (0, 3)
+        x.grad = None
+        with pytest.raises(IndexError,
+                           match=rf"^{name}\(\): Expected reduction dim 0 to have non-zero "
+                                 r"size\.$"):
+            getattr(cgrad, name)(x, dim=0)
+        with pytest.raises(IndexError, match=rf"^{name}\(\): Expected reduction dim 1"):
+            getattr(cgrad, name)(cgrad.zeros(2, 0), dim=(0, 1))
+
+
+def _call(lib, name, shape, kw, warned):
+    """lib.name(zeros(shape), **kw) as a list of arrays; torch's and cgrad's own warnings
+    (UserWarning) are appended to `warned`. (cgrad keeps NumPy's RuntimeWarnings, such as
+    'Mean of empty slice', by design: Note [Direct loops] in _C.pyx.)"""
+    x = lib.zeros(shape)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = getattr(lib, name)(x, **kw)
+    warned += [str(w.message).split(" (Triggered internally")[0] for w in caught
+               if issubclass(w.category, UserWarning)]
+    if isinstance(r, tuple):
+        return [np.asarray(t) for t in r]
+    return [np.asarray(r)]
+
+
+@pytest.mark.parametrize("name", _EMPTY_OPS)
+def test_zero_element_reductions_match_torch(torch, name):
+    for shape, kw in _EMPTY_CASES:
+        tw, cw = [], []
+        try:
+            want = _call(torch, name, shape, kw, tw)
+        except Exception as e:                  # noqa: BLE001 - compared below
+            with pytest.raises(type(e)) as info:
+                _call(cgrad, name, shape, kw, cw)
+            if not isinstance(e, TypeError):        # (argument parsing: not this test's)
+                assert str(info.value).split("\n")[0] == str(e).split("\n")[0], (shape, kw)
+            continue
+        got = _call(cgrad, name, shape, kw, cw)
+        assert cw == tw, (shape, kw)
+        assert len(got) == len(want), (shape, kw)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, (shape, kw, g, w)
+            np.testing.assert_array_equal(g, w)
+
+
+# -- the checker: a builtin's name used where the module's own name of it is what runs ----
+import ast  # noqa: E402
+import builtins  # noqa: E402
+import importlib  # noqa: E402
+import re  # noqa: E402
+
+_BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+_CGRAD_DIR = os.path.dirname(os.path.abspath(cgrad.__file__))
+
+
+class _Scope:
+    def __init__(self, kind, bound, declared_global):
+        self.kind, self.bound, self.declared_global = kind, bound, declared_global
+
+
+def _stores(node, out):
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+
+
+def _bindings(body, args=None):
+    """(names bound in this scope, names declared global/nonlocal in it), without looking
+    into nested scopes except at the parts of them evaluated here."""
+    bound, declared = set(), set()
+    if args is not None:
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if a is not None:
+                bound.add(a.arg)
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+            todo.extend(n.decorator_list)
+            if isinstance(n, ast.ClassDef):
+                todo.extend(n.bases + [k.value for k in n.keywords])
+            else:
+                todo.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+        elif isinstance(n, ast.Lambda):
+            todo.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+        elif isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.append(n.generators[0].iter)
+            for sub in ast.walk(n):                   # := binds in the enclosing scope
+                if isinstance(sub, ast.NamedExpr):
+                    _stores(sub.target, bound)
+        else:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                bound.add(n.id)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".")[0] for a in n.names
+                             if a.name != "*")
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                bound.add(n.name)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                declared.update(n.names)
+            elif isinstance(n, ast.MatchAs) and n.name:
+                bound.add(n.name)
+            todo.extend(ast.iter_child_nodes(n))
+    return bound - declared, declared
+
+
+def shadowed_builtin_uses(path, dynamic_names=()):
+    """Problems in one module: (line, name, where, what) for
+    * a name of a builtin read inside a function where it resolves to this module's own
+      module-level name of it (``any(... for ...)`` calling the module's ``any`` op): inside
+      functions such a module must say ``builtins.any`` for the builtin, and must call its own
+      op through a name that is not a builtin's;
+    * the same name read at module level before the module binds it (the builtin there,
+      the module's own name after: fragile);
+    * a call of a name of a builtin that the calling function itself binds (a parameter
+      ``max`` called as ``max(a, b)``).
+    ``dynamic_names``: builtin names the imported module holds that the source does not bind
+    visibly (installed through globals(), for example)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    module_bound, _ = _bindings(tree.body)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Global):
+            module_bound.update(n.names)
+    shadowed = (module_bound | set(dynamic_names)) & _BUILTIN_NAMES
+    first_binding = {}
+    for n in ast.walk(tree):
+        line = None
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names, line = {n.name}, n.lineno
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names, line = {n.id}, n.lineno
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names, line = {(a.asname or a.name).split(".")[0] for a in n.names}, n.lineno
+        if line is not None:
+            for name in names & shadowed:
+                first_binding[name] = min(first_binding.get(name, line), line)
+    problems = []
+
+    def check(node, scopes, where, called):
+        name = node.id
+        if name not in _BUILTIN_NAMES:
+            return
+        inner = len(scopes) - 1
+        for i in range(inner, 0, -1):
+            sc = scopes[i]
+            if sc.kind == "class" and i != inner:
+                continue                              # invisible to nested scopes
+            if name in sc.declared_global:
+                break
+            if name in sc.bound:
+                if called and sc.kind == "function":
+                    problems.append((node.lineno, name, where,
+                                     "calls a local that hides the builtin"))
+                return
+        if name not in shadowed:
+            return
+        if len(scopes) > 1 and any(s.kind == "function" for s in scopes[1:]):
+            problems.append((node.lineno, name, where,
+                             "resolves to the module's own name, not the builtin"))
+        elif node.lineno < first_binding.get(name, 0) or name not in first_binding:
+            problems.append((node.lineno, name, where,
+                             "module-level use before the module binds the name"))
+
+    def walk(node, scopes, where):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            outer = list(getattr(node, "decorator_list", []))
+            outer += [d for d in node.args.defaults + node.args.kw_defaults if d]
+            for e in outer:                           # evaluated in the enclosing scope
+                walk(e, scopes, where)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            bound, declared = _bindings(body, node.args)
+            inner = scopes + [_Scope("function", bound, declared)]
+            name = where + "." + getattr(node, "name", "<lambda>")
+            for stmt in body:
+                walk(stmt, inner, name)
+        elif isinstance(node, ast.ClassDef):
+            for e in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+                walk(e, scopes, where)
+            bound, declared = _bindings(node.body)
+            inner = scopes + [_Scope("class", bound, declared)]
+            for stmt in node.body:
+                walk(stmt, inner, where + "." + node.name)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            walk(node.generators[0].iter, scopes, where)
+            bound = set()
+            for gen in node.generators:
+                _stores(gen.target, bound)
+            inner = scopes + [_Scope("function", bound, set())]
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for k, gen in enumerate(node.generators):
+                parts += gen.ifs + ([gen.iter] if k else [])
+            for e in parts:
+                walk(e, inner, where)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            check(node, scopes, where, False)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            check(node.func, scopes, where, True)
+            for e in node.args + [k.value for k in node.keywords]:
+                walk(e, scopes, where)
+        else:
+            for child in ast.iter_child_nodes(node):
+                walk(child, scopes, where)
+
+    walk(tree, [_Scope("module", module_bound, set())], "<module>")
+    return problems
+
+
+def _cgrad_modules():
+    for dirpath, _, files in os.walk(_CGRAD_DIR):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, os.path.dirname(_CGRAD_DIR))[:-3]
+                name = rel.replace(os.sep, ".")
+                yield (name[:-len(".__init__")] if name.endswith(".__init__") else name), path
+
+
+def test_the_checker_catches_the_bug_class(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import builtins\n"
+        "def any(x):\n    return x\n"
+        "def f(a):\n    return any(d == 0 for d in a)\n"          # the amax bug: line 5
+        "def g(a):\n    return builtins.any(d for d in a)\n"      # fine
+        "def h(a, max=None):\n    return max(a, 1)\n"             # a parameter called: 9
+        "class C:\n    def m(self):\n        return [any(v) for v in self]\n"   # line 12
+        "def k(any):\n    return any\n"                           # a parameter: fine
+        "TABLE = (any, f)\n"                                      # after the def: fine
+        "def n():\n    global sum\n    sum = 1\n"
+        "def p():\n    return sum([1])\n")                        # global sum: line 20
+    found = sorted((line, name, what.split(" ")[0])
+                   for line, name, _, what in shadowed_builtin_uses(str(src)))
+    assert found == [(5, "any", "resolves"), (9, "max", "calls"), (12, "any", "resolves"),
+                     (20, "sum", "resolves")]
+
+
+def test_no_module_of_cgrad_uses_a_builtin_that_its_own_names_hide():
+    problems = []
+    n_modules = 0
+    for name, path in _cgrad_modules():
+        mod = importlib.import_module(name)
+        dynamic = [k for k, v in vars(mod).items()
+                   if k in _BUILTIN_NAMES and v is not getattr(builtins, k)]
+        problems += [f"{path}:{p[0]}: {p[1]} in {p[2]}: {p[3]}"
+                     for p in shadowed_builtin_uses(path, dynamic)]
+        n_modules += 1
+    assert n_modules > 40
+    assert not problems, "\n".join(problems)
+
+
+def test_no_compiled_module_defines_a_builtin_name():
+    # the Cython modules cannot be parsed by ast: none may bind a builtin's name at module
+    # level (def, cdef, cpdef, class, assignment or import)
+    names = "|".join(sorted(_BUILTIN_NAMES, key=len, reverse=True))
+    definition = re.compile(
+        rf"^(?:(?:cpdef|cdef|def|class)\b[^(=:]*?\b({names})\s*[(:]|({names})\s*=[^=])")
+    importing = re.compile(r"^(?:from\s+\S+\s+)?c?import\s+(.*)$")
+
+    class binding:
+        @staticmethod
+        def match(line):
+            if definition.match(line):
+                return True
+            m = importing.match(line)
+            if m is None:
+                return False
+            bound = [part.split()[-1] for part in m.group(1).strip("() ").split(",")
+                     if part.strip()]
+            return any(b.split(".")[0] in _BUILTIN_NAMES for b in bound)
+
+    for bad in ("def max(x):", "cdef object sum(a, b):", "cpdef int abs(x) except -1:",
+                "class range:", "any = 1", "from m import f as all", "from m import a, min",
+                "import numpy as round"):
+        assert binding.match(bad), bad
+    for fine in ("def _max(x):", "cdef object total(a):", "maxi = 1", "x = max(a)",
+                 "from m import maximum", "    def max(self):", "any == 1"):
+        assert not binding.match(fine), fine
+    found = []
+    files = [f for f in os.listdir(_CGRAD_DIR) if f.endswith((".pyx", ".pxd"))]
+    assert files
+    for f in files:
+        with open(os.path.join(_CGRAD_DIR, f), encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if binding.match(line):
+                    found.append(f"{f}:{i}: {line.rstrip()}")
+    assert not found, "\n".join(found)

@@ -368,12 +368,15 @@ def sum(input, dim=None, dtype=None):
     return _SumDim.apply(s, norm.pop())
 
 
+_sparse_sum = sum      # for callers in this module: a bare `sum` here is this function
+
+
 def _tensor_sum(s, dim=None, dtype=None):
     """Tensor.sum on a sparse tensor: as torch.sparse.sum, but a full sum (dim=None) gives
     the sparse input a dense gradient, as torch's Tensor.sum does."""
     if dim is None:
         return _SumAll.apply(s if dtype is None else s.to(dtype), True)
-    return sum(s, dim, dtype)
+    return _sparse_sum(s, dim, dtype)
 
 
 def _segments(p, dim):
