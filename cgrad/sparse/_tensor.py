@@ -256,6 +256,12 @@ class SparseTensor(Tensor):
     def clone(self, memory_format=None):
         return _SparseClone.apply(self)
 
+    def __reduce_ex__(self, protocol):
+        raise _unsupported("__reduce_ex__")
+
+    def __deepcopy__(self, memo):
+        raise _unsupported("__deepcopy__")
+
     def contiguous(self, memory_format=None):
         raise RuntimeError("unsupported memory format option Contiguous")
 
