@@ -278,14 +278,14 @@ cdef inline bint _data_descriptor(type tp, object name) noexcept:
     return d != NULL and (<PyTypeObject *>d.ob_type).tp_descr_set != NULL
 
 
-def _tensor_dict_get(TensorBase self):
+def _tensor_dict_get(TensorBase self not None):
     """`t.__dict__` of a cgrad.Tensor: its attributes, handed out only once the tensor is
     tracked (Note [Untracked graphs]: what the program holds can change unseen)."""
     _track(self)
     return _generic_get_dict(self, NULL)
 
 
-def _tensor_dict_set(TensorBase self, value):
+def _tensor_dict_set(TensorBase self not None, value):
     _track(self)
     _generic_set_dict(self, value, NULL)
 
@@ -302,7 +302,7 @@ def _attrs_copy(obj):
     return dict(d) if d else None
 
 
-def _node_dict_get(Node self):
+def _node_dict_get(Node self not None):
     """`ctx.__dict__` of a custom Function's node: the instance dict, handed out only after
     a flush (Note [Untracked graphs]: what the program holds can change unseen)."""
     _touch(self)
@@ -310,7 +310,7 @@ def _node_dict_get(Node self):
     return _generic_get_dict(self, NULL)
 
 
-def _node_dict_set(Node self, value):
+def _node_dict_set(Node self not None, value):
     _touch(self)
     self._attrs = True
     _generic_set_dict(self, value, NULL)

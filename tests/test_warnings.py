@@ -317,6 +317,16 @@ def var_without_degrees_of_freedom():
     cgrad.var(cgrad.zeros(0, 3), dim=0)  # warns
 
 
+@case(r"torch\.cholesky is deprecated in favor of torch\.linalg\.cholesky")
+def legacy_cholesky():
+    cgrad.cholesky(cgrad.eye(2))  # warns
+
+
+@case(r"torch\.qr is deprecated in favor of torch\.linalg\.qr")
+def legacy_qr():
+    cgrad.eye(2).qr()  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

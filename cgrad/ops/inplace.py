@@ -41,6 +41,7 @@ from cgrad import _C
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.ops.binary import torch_type_name
+from cgrad.ops.shape import float_index_data, fold_ellipses
 
 # node names of torch's view ops: an in-place op on their output would need CopySlices
 _VIEW_NODES = frozenset({
@@ -287,12 +288,13 @@ class Copy(Function):
 
 
 def _np_index(idx):
-    """An index for NumPy: Tensors become arrays (int64/bool), lists stay advanced indices."""
+    """An index for NumPy: Tensors become arrays (int64/bool), lists stay advanced indices
+    (lists and arrays of floats become int64 arrays, as torch reads them)."""
     if isinstance(idx, tuple):
         return tuple(_np_index(i) for i in idx)
     if isinstance(idx, _C.TensorBase):
         return idx._data
-    return idx
+    return float_index_data(idx)
 
 
 def _is_basic(idx):
@@ -423,6 +425,8 @@ class _ScatterFlat(Function):
 def setitem(self, idx, value):
     """Tensor.__setitem__ with torch semantics (in place, recorded when autograd needs it)."""
     from cgrad.tensor import Tensor
+    if type(idx) is tuple:
+        idx = fold_ellipses(idx, self._data.ndim)      # torch's several Ellipses
     nidx = _np_index(idx)
     if isinstance(value, (list, tuple)):
         from cgrad._creation import tensor
