@@ -117,23 +117,20 @@ def test_spmm_sees_other_index_dtypes_and_layouts_change():
 
 
 def test_spmm_new_tensors_in_dead_ones_memory_are_not_confused():
-    # ids and addresses of dead tensors are reused at once by CPython: every fresh index
-    # tensor must get its own structure
+    # ids and addresses of dead tensors are reused at once by CPython's allocator (not with
+    # PYTHONMALLOC=malloc): every fresh index tensor must get its own structure
     rng = np.random.default_rng(0)
     B = rng.standard_normal((5, 3))
     vals = rng.standard_normal(7)
     buf = np.empty((2, 7), dtype=np.int64)
-    ids = set()
     for _ in range(30):
         buf[...] = rng.integers(0, 5, (2, 7))
         idx = cgrad.from_numpy(buf)                     # same memory, a new tensor each time
-        ids.add(id(idx))
         _check_spmm(idx, buf, vals, (5, 5), B)
         del idx
         idx = cgrad.tensor(rng.integers(0, 5, (2, 7)))
         _check_spmm(idx, idx.numpy(), vals, (5, 5), B)
         del idx
-    assert len(ids) < 30                                # the test did exercise id reuse
 
 
 def test_spmm_index_edited_out_of_range_is_reported(torch):
