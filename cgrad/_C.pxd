@@ -13,7 +13,8 @@ cdef class _NodeExtra
 
 
 cdef class TensorBase:
-    cdef public object _data             # the ndarray (exact np.ndarray)
+    cdef object _data                    # the ndarray (exact np.ndarray); a property for
+                                         # Python (Note [Untracked graphs])
     cdef object _grad                    # Tensor or None
     cdef Node _grad_fn                   # producer node, or None for a leaf
     cdef Py_ssize_t _output_nr           # which output of _grad_fn this is

@@ -47,6 +47,11 @@ cdef extern from "Python.h":
     void _xdecref "Py_XDECREF"(PyObject *o)
     PyObject *PyWeakref_GET_OBJECT(object ref)
     int _generic_setattr "PyObject_GenericSetAttr"(object o, object name, object v) except -1
+    object _generic_get_dict "PyObject_GenericGetDict"(object o, void *context)
+    int _generic_set_dict "PyObject_GenericSetDict"(object o, object v, void *context) except -1
+    PyObject *_PyType_Lookup(PyTypeObject *t, PyObject *name)
+    unsigned long PyType_GetFlags(PyTypeObject *t)
+    unsigned long Py_TPFLAGS_HEAPTYPE
 
 # --------------------------------------------------------------------------------------
 # Registered by cgrad/__init__.py (see _register): the Python pieces the engine calls.
@@ -136,8 +141,9 @@ cdef inline object _as_array(object a):
 #
 #   An untracked Tensor or Node references only (a) untracked Tensors and Nodes, (b) values
 #   that hold no references the program can change (numbers, strings, non-object arrays,
-#   dtypes, tuples of these, version counters, weak references) and (c) classes that a
-#   module holds (a node's class and Function). Every mutation that adds any other
+#   NumPy's own scalars and dtypes (not instances of subclasses: they can have an instance
+#   dict or slots), tuples of these, version counters, weak references) and (c) classes
+#   that a module holds (a node's class and Function). Every mutation that adds any other
 #   reference to an untracked object first tracks all of them again (cg_reg_flush).
 #
 # Then a cycle through an untracked object could only consist of untracked objects, and those
@@ -155,9 +161,14 @@ cdef inline object _as_array(object a):
 # `_cref` marks a tensor that a CLEAN object holds (sticky): a mutation of a tensor without
 # it cannot close a cycle through CLEAN objects, so it tracks only that tensor (_track);
 # with it, it flushes. A CLEAN node never gains a reference without a flush (_touch: hooks,
-# metadata, attributes, save_for_backward after forward). Objects that a program can reach
-# only by bypassing cgrad (`vars(ctx)[k] = v` after forward, `t._data = [t]`) are not
-# covered. `_C._set_untracking(False)` turns CLEAN nodes off (tests compare both).
+# metadata, attributes, save_for_backward after forward). Instance dicts: writing into one
+# bypasses __setattr__, so the dict of a custom Function's node or of a Tensor is handed
+# out (`vars(x)`, `x.__dict__`, `x.__getstate__()`) only after the object is tracked (for a
+# node: a flush), and a Tensor's __setattr__ tracks it before an attribute (not a data
+# descriptor such as .grad) goes into its dict; `t._data` set to anything but an exact
+# ndarray tracks t. Not covered: references added through gc.get_referents() or ctypes,
+# and cycles through arrays of dtype object (NumPy arrays are not collectable at all).
+# `_C._set_untracking(False)` turns CLEAN nodes off (tests compare both).
 cdef bint _untracking = True
 
 
@@ -259,6 +270,56 @@ cdef inline void _touch(Node n) noexcept:
         cg_reg_flush()
 
 
+cdef inline bint _data_descriptor(type tp, object name) noexcept:
+    """Is `name` a data descriptor of tp (a setattr that does not write the instance dict)?"""
+    if type(name) is not str:
+        return False
+    cdef PyObject *d = _PyType_Lookup(<PyTypeObject *>tp, <PyObject *>name)
+    return d != NULL and (<PyTypeObject *>d.ob_type).tp_descr_set != NULL
+
+
+def _tensor_dict_get(TensorBase self not None):
+    """`t.__dict__` of a cgrad.Tensor: its attributes, handed out only once the tensor is
+    tracked (Note [Untracked graphs]: what the program holds can change unseen)."""
+    _track(self)
+    return _generic_get_dict(self, NULL)
+
+
+def _tensor_dict_set(TensorBase self not None, value):
+    _track(self)
+    _generic_set_dict(self, value, NULL)
+
+
+_tensor_dict = property(_tensor_dict_get, _tensor_dict_set, doc="The tensor's attributes.")
+
+
+def _attrs_copy(obj):
+    """A copy of obj's instance dict, or None when it has none or an empty one; the dict
+    itself is not handed out (pickle and copy of tensors, Note [Untracked graphs])."""
+    if not cg_has_dict(obj):
+        return None
+    d = _generic_get_dict(obj, NULL)
+    return dict(d) if d else None
+
+
+def _node_dict_get(Node self not None):
+    """`ctx.__dict__` of a custom Function's node: the instance dict, handed out only after
+    a flush (Note [Untracked graphs]: what the program holds can change unseen)."""
+    _touch(self)
+    self._attrs = True
+    return _generic_get_dict(self, NULL)
+
+
+def _node_dict_set(Node self not None, value):
+    _touch(self)
+    self._attrs = True
+    _generic_set_dict(self, value, NULL)
+
+
+# the `__dict__` of custom Functions' node classes (Function.__init_subclass__)
+_node_dict = property(_node_dict_get, _node_dict_set, doc="The node's instance dict.")
+
+
 def _wrap(arr):
     """Wrap an array (or array-like) into a leaf Tensor without copying."""
     return _new_tensor(_as_array(arr))
@@ -337,6 +398,31 @@ cdef class TensorBase:
         raise TypeError(
             "cgrad.Tensor cannot be constructed directly; use cgrad.tensor(data), "
             "cgrad.as_tensor or cgrad.from_numpy")
+
+    # Note [Untracked graphs]: attributes. cgrad.Tensor has an instance dict (t.foo = 1, as
+    # torch allows); a tensor attribute can close a cycle, so an untracked tensor is tracked
+    # before anything is written into its dict: by setattr here (a data descriptor such as
+    # .grad or ._data checks its own value), through `__dict__` (_tensor_dict) or through
+    # __getstate__ (which hands out the dict itself).
+    def __setattr__(self, name, value):
+        if not PyObject_GC_IsTracked(self) and not _data_descriptor(type(self), name):
+            _track(self)
+        _generic_setattr(self, name, value)
+
+    def __getstate__(self):
+        _track(self)
+        return object.__getstate__(self)
+
+    @property
+    def _data(self):
+        """The ndarray (an exact np.ndarray for dense tensors)."""
+        return self._data
+
+    @_data.setter
+    def _data(self, value):
+        if type(value) is not _ndarray:
+            _track(self)        # Note [Untracked graphs]: anything else may hold references
+        self._data = value
 
     # -- autograd metadata -----------------------------------------------------------
     @property
@@ -879,6 +965,15 @@ cdef class Node:
         _touch(self)                  # Note [Untracked graphs]
         self._attrs = True
         _generic_setattr(self, name, value)
+
+    # Note [Untracked graphs]: the instance dict must not reach the program unseen: a write
+    # into it (vars(ctx)[k] = v, ctx.__dict__.update(...)) would bypass __setattr__. The
+    # node classes of custom Functions get `__dict__` as a property that flushes first
+    # (_node_dict, installed by Function.__init_subclass__); object.__getstate__ returns
+    # the dict too.
+    def __getstate__(self):
+        _touch(self)
+        return object.__getstate__(self)
 
     cdef _NodeExtra _extra(self):
         if self._x is None:
@@ -2155,6 +2250,10 @@ def _fn_rooted(cls):
     return bool(_is_rooted(_info_of(cls)))
 
 
+cdef inline bint _heap_type(object t) noexcept:
+    return (PyType_GetFlags(<PyTypeObject *>t) & Py_TPFLAGS_HEAPTYPE) != 0
+
+
 cdef inline bint _atomic_scalar(object v) noexcept:
     t = type(v)
     return v is None or t is int or t is float or t is bool
@@ -2182,10 +2281,12 @@ cdef bint _atomic_item(object v, bint mark) noexcept:
     if t is slice:
         return (_atomic_scalar(v.start) and _atomic_scalar(v.stop)
                 and _atomic_scalar(v.step))
+    # NumPy's own scalar and dtype classes only: an instance of a subclass (a heap type) can
+    # carry an instance dict or slots that hold anything (class Tag(np.float64))
     if isinstance(v, _np_generic):
-        return t is not _np_void
+        return t is not _np_void and not _heap_type(t)
     if isinstance(v, _np_dtype):
-        return v.metadata is None       # (a metadata dict could hold anything)
+        return v.metadata is None and not _heap_type(t)     # (a metadata dict: anything)
     return False
 
 
@@ -2261,7 +2362,7 @@ cdef bint _clean_holdings(Node ctx, bint mark) except -1:
     if ctx._needs is not None and not _atomic(ctx._needs, mark):
         return False
     if ctx._attrs and cg_has_dict(ctx):
-        d = getattr(ctx, "__dict__", None)
+        d = _generic_get_dict(ctx, NULL)      # not ctx.__dict__: that flushes (_node_dict)
         if d is not None:
             if type(d) is not dict:
                 return False

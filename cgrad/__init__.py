@@ -74,17 +74,18 @@ def is_tensor(obj):
 # passes the call on by vectorcall (csrc/cg_tfn.h).
 _TENSOR_FIRST = (
     "abs", "absolute", "adjoint", "allclose", "amax", "amin", "argmax", "argmin", "argwhere",
-    "bitwise_not", "ceil", "chunk", "clone", "cos", "count_nonzero", "cumprod", "cumsum",
-    "dot", "empty_like", "equal", "exp", "exp2", "expm1", "fix", "flatten", "flip", "floor",
-    "full_like", "gather", "ger", "index_add", "index_select", "isclose", "isfinite", "isinf",
-    "isnan", "isneginf", "isposinf", "log", "log10", "log1p", "log2", "log_softmax",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "masked_select",
-    "matmul", "max", "maximum", "mean", "min", "minimum", "mv", "nan_to_num", "nanmean",
-    "nansum", "neg", "negative", "nonzero", "ones_like", "outer", "permute", "prod", "ravel",
-    "reciprocal", "relu", "reshape", "roll", "round", "rsqrt", "scatter_add", "select", "selu",
-    "sgn", "sigmoid", "sign", "sin", "softmax", "split_with_sizes", "sqrt", "square",
-    "squeeze", "sum", "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tanh",
-    "tile", "transpose", "trunc", "unbind", "unflatten", "unsqueeze", "zeros_like")
+    "bitwise_not", "ceil", "cholesky", "chunk", "clone", "cos", "count_nonzero", "cumprod",
+    "cumsum", "det", "dot", "empty_like", "equal", "exp", "exp2", "expm1", "fix", "flatten",
+    "flip", "floor", "full_like", "gather", "ger", "index_add", "index_select", "inverse",
+    "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "log", "log10", "log1p",
+    "log2", "log_softmax", "logdet", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logsumexp", "masked_select", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "mv", "nan_to_num", "nanmean", "nansum", "neg", "negative", "nonzero",
+    "ones_like", "outer", "permute", "prod", "qr", "ravel", "reciprocal", "relu", "reshape",
+    "roll", "round", "rsqrt", "scatter_add", "select", "selu", "sgn", "sigmoid", "sign", "sin",
+    "slogdet", "softmax", "split_with_sizes", "sqrt", "square", "squeeze", "sum", "swapaxes",
+    "swapdims", "t", "take", "take_along_dim", "tan", "tanh", "tile", "transpose", "trunc",
+    "unbind", "unflatten", "unsqueeze", "zeros_like")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -74,6 +74,8 @@ SUMMARY = {
     "cat": "Concatenates the given sequence of tensors along dim.",
     "ceil": "Returns the smallest integer greater than or equal to each element of input.",
     "chunk": "Splits input into the given number of chunks along dim (views).",
+    "cholesky": "Computes the Cholesky factor of a symmetric positive-definite matrix "
+                "(deprecated: use cgrad.linalg.cholesky).",
     "clamp": "Clamps all elements of input into the range [min, max].",
     "clamp_max": "Clamps all elements of input to at most max.",
     "clamp_min": "Clamps all elements of input to at least min.",
@@ -90,6 +92,7 @@ SUMMARY = {
     "div": "Divides each element of input by the corresponding element of other, with an "
            "optional rounding mode.",
     "divide": "Alias for :func:`cgrad.div`.",
+    "det": "Computes the determinant of a square matrix (or batch of them).",
     "dot": "Computes the dot product of two 1-D tensors.",
     "dstack": "Stacks tensors in sequence depthwise (along the third dimension).",
     "einsum": "Sums the product of the elements of the operands along the dimensions given "
@@ -295,11 +298,17 @@ SUMMARY = {
     "view": "Returns a view of self with the given shape, or its bytes read as dtype.",
     "view_as": "Views this tensor with the shape of other.",
     "zero_": "Fills self with zeros.",
+    "inverse": "Computes the inverse of a square matrix (or batch of them).",
+    "logdet": "Computes the log determinant of a square matrix (nan when it is negative).",
+    "qr": "Computes the QR decomposition of a matrix (deprecated: use cgrad.linalg.qr).",
+    "slogdet": "Computes the sign and the log of the absolute value of the determinant.",
 }
 
 # One description per parameter name; OVERRIDE gives an op's own where the name differs.
 ARGS = {
     "input": "(Tensor) the input tensor.",
+    "upper": "(bool) return the upper triangular factor instead of the lower one.",
+    "some": "(bool) the reduced QR decomposition when True, the complete one otherwise.",
     "other": "(Tensor or Number) the second operand.",
     "alpha": "(Number) the multiplier for other.",
     "dim": "(int or tuple of ints, optional) the dimension or dimensions to reduce.",

@@ -8,6 +8,10 @@ tensor(5., grad_fn=<LinalgVectorNormBackward0>)
 >>> cgrad.linalg.svdvals(A)
 tensor([4., 3.], grad_fn=<LinalgSvdBackward0>)
 
+``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``, ``qr`` and ``eigh`` take batches of
+matrices and raise ``LinAlgError`` (a RuntimeError) for singular or non positive-definite
+input, as torch (cgrad/ops/linalg_dec.py).
+
 Every function is differentiable, twice and more (backward is written with cgrad ops); the
 singular-value based norms ('nuc', 2, -2) follow torch's ``svd_backward`` and, as in torch,
 their gradients are undefined (infinite) where singular values repeat.
@@ -15,7 +19,10 @@ their gradients are undefined (infinite) where singular values repeat.
 from __future__ import annotations
 
 from cgrad.ops.linalg import matmul
+from cgrad.ops.linalg_dec import (LinAlgError, cholesky, det, eigh, inv, qr, slogdet,
+                                  solve)
 from cgrad.ops.linalg_ext import (matrix_norm, norm, svd, svdvals, vecdot,
                                   vector_norm)
 
-__all__ = ["matmul", "matrix_norm", "norm", "svd", "svdvals", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "inv", "matmul", "matrix_norm", "norm",
+           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]

@@ -106,16 +106,64 @@ def _alpha_check(fname, self, other, alpha):
                                "floating point number.")
 
 
+def _rebuild_tensor(cls, arr, requires_grad, attrs):
+    if cls is Tensor:
+        t = _wrap(arr)
+    else:
+        t = _C.TensorBase.__new__(cls)
+        t._data = arr
+    if requires_grad:
+        t.requires_grad_(True)
+    if attrs:
+        t.__dict__.update(attrs)
+    return t
+
+
 class Tensor(_C.TensorBase):
     """A NumPy-backed tensor with PyTorch's autograd API."""
 
-    __slots__ = ()
+    # an instance dict, as torch (t.foo = 1), seen by the untracked-graph invariant: vars(t)
+    # and t.__dict__ track the tensor first (Note [Untracked graphs] in cgrad/_C.pyx)
+    __dict__ = _C._tensor_dict
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C.pyx
+
+    # -- pickle and copy (torch's rules) ---------------------------------------------------
+    # The data, requires_grad and the attributes; never the graph fields (an unpickled copy
+    # of a tensor in the untracked registry must not inherit its registry slot, nor a copy
+    # of a leaf its AccumulateGrad node, which would send the copy's gradients to the
+    # original).
+    def __reduce_ex__(self, protocol):
+        """pickle / copy.copy: the same data (copy.copy shares it), requires_grad and the
+        attributes; no .grad and no history, as torch."""
+        return _rebuild_tensor, (type(self), self._data, self.requires_grad,
+                                 _C._attrs_copy(self))
+
+    def __deepcopy__(self, memo):
+        """A leaf with a copy of the data, requires_grad, a deep copy of .grad and of the
+        attributes (torch: graph leaves only)."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a weight_norm usage.")
+        key = id(self)
+        if key in memo:
+            return memo[key]
+        import copy
+        new = _rebuild_tensor(type(self), self._data.copy(), self.requires_grad, None)
+        memo[key] = new
+        grad = self.grad
+        if grad is not None:
+            new.grad = copy.deepcopy(grad, memo)
+        attrs = _C._attrs_copy(self)
+        if attrs:
+            new.__dict__.update(copy.deepcopy(attrs, memo))
+        return new
 
     # -- printing ----------------------------------------------------------------------
     def __repr__(self, *, tensor_contents=None):

@@ -27,6 +27,7 @@ HALF = X / 4                                    # in (-0.5, 0.5)
 Y = np.array([[0.2, 0.7, -1.1, 0.6], [1.3, -0.4, 0.1, -0.9], [-0.8, 1.6, 0.3, 1.2]])
 V4 = np.array([0.3, -0.7, 1.2, 0.5])
 W42 = np.array([[0.4, -0.2], [0.1, 0.9], [-0.6, 0.3], [0.8, -0.5]])
+SPD = X[:, :3] @ X[:, :3].T + np.eye(3)          # symmetric positive definite, det > 0
 MASK = np.array([[True, False, False, True], [False, True, False, False],
                  [True, False, True, False]])
 
@@ -333,3 +334,7 @@ add("cross_entropy", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}),
     S(lambda m, x: (x, c(m, np.abs(Y) / np.abs(Y).sum(1, keepdims=True))), forms={"F"},
       tag="probs"), table=FS)
 add("nll_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
+
+
+# -- linear algebra on square matrices -------------------------------------------------------
+add("cholesky det inverse logdet slogdet qr", S(x=SPD))

@@ -24,6 +24,10 @@ from op_samples import F_SAMPLES, SAMPLES  # noqa: E402
 import cgrad  # noqa: E402
 import cgrad.nn.functional as cF  # noqa: E402
 
+# cholesky and qr (cgrad's and torch's) warn that they are deprecated: not what these test
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*is deprecated in favor of (torch|cgrad).linalg:UserWarning")
+
 DATA = json.loads((Path(__file__).parent / "torch_signatures.json").read_text())
 SIGS = DATA["signatures"]
 

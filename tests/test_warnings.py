@@ -307,6 +307,26 @@ def checkpoint_no_input_requires_grad():
     ckpt.checkpoint(lambda t: t * 2, cgrad.ones(2), use_reentrant=True)  # warns
 
 
+@case(r"std\(\): degrees of freedom is <= 0\. Correction should be strictly less than")
+def std_without_degrees_of_freedom():
+    cgrad.ones(1).std()  # warns
+
+
+@case(r"var\(\): degrees of freedom is <= 0\. Correction should be strictly less than")
+def var_without_degrees_of_freedom():
+    cgrad.var(cgrad.zeros(0, 3), dim=0)  # warns
+
+
+@case(r"cgrad\.cholesky is deprecated in favor of cgrad\.linalg\.cholesky")
+def legacy_cholesky():
+    cgrad.cholesky(cgrad.eye(2))  # warns
+
+
+@case(r"cgrad\.qr is deprecated in favor of cgrad\.linalg\.qr")
+def legacy_qr():
+    cgrad.eye(2).qr()  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

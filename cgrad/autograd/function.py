@@ -58,6 +58,9 @@ class Function(_C.FunctionBase):
             # as torch's C++ nodes: no instance dict (ops keep private data in ctx._aux),
             # so the node is smaller and cheaper for the cycle collector to walk
             ns["__slots__"] = ()
+        else:
+            # ctx.__dict__ / vars(ctx) flush first (Note [Untracked graphs] in _C.pyx)
+            ns["__dict__"] = _C._node_dict
         node_cls = type(name, (BackwardCFunction,), ns)
         cls._backward_cls = node_cls
         _C._register_function(cls, node_cls, split, builtin)

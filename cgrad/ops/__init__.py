@@ -8,7 +8,7 @@ Conventions for every op (see elementwise.py for examples):
   in ``ctx.save_for_backward``;
 - backward is written with cgrad ops (so create_graph=True works) and returns one gradient
   per forward argument, unreduced for broadcasting (the engine sums to the input's shape);
-- modules unary, binary, reduce_ext, shape_ext, indexing, linalg_ext export
+- modules unary, binary, reduce_ext, shape_ext, indexing, linalg_ext, linalg_dec export
   ``TENSOR_METHODS`` (installed on cgrad.Tensor) and ``FUNCTIONS`` (installed as cgrad.*).
 """
 from cgrad.ops.elementwise import (BINOPS, Add, AddScalar, Div, DivScalar, Exp, Log, Mul,
@@ -18,8 +18,9 @@ from cgrad.ops.linalg import Dot, MatMul, Mm, Mv, T, Transpose, Unsqueeze, matmu
 from cgrad.ops.reduce import Mean, MeanDim, Sum, SumDim, SumTo
 from cgrad.ops.shape import Clone, Expand, Index, IndexBackward, Reshape, View
 from cgrad.ops import unary, binary, reduce_ext, shape_ext, indexing, linalg_ext  # noqa: E402
+from cgrad.ops import linalg_dec  # noqa: E402
 
-EXTENSION_MODULES = (unary, binary, reduce_ext, shape_ext, indexing, linalg_ext)
+EXTENSION_MODULES = (unary, binary, reduce_ext, shape_ext, indexing, linalg_ext, linalg_dec)
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Neg", "Pow", "RPow", "Exp", "Log", "ToCopy", "Mm",
            "Mv", "Dot", "MatMul", "T", "Sum", "Mean", "SumTo", "Reshape", "View", "Expand",

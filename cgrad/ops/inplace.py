@@ -41,6 +41,7 @@ from cgrad import _C
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.ops.binary import torch_type_name
+from cgrad.ops.shape import float_index_data, fold_ellipses
 
 # node names of torch's view ops: an in-place op on their output would need CopySlices
 _VIEW_NODES = frozenset({
@@ -312,12 +313,13 @@ class Copy(Function):
 
 
 def _np_index(idx):
-    """An index for NumPy: Tensors become arrays (int64/bool), lists stay advanced indices."""
+    """An index for NumPy: Tensors become arrays (int64/bool), lists stay advanced indices
+    (lists and arrays of floats become int64 arrays, as torch reads them)."""
     if isinstance(idx, tuple):
         return tuple(_np_index(i) for i in idx)
     if isinstance(idx, _C.TensorBase):
         return idx._data
-    return idx
+    return float_index_data(idx)
 
 
 def _is_basic(idx):
@@ -482,6 +484,8 @@ def setitem(self, idx, value):
     for i in (idx if isinstance(idx, tuple) else (idx,)):
         if isinstance(i, (float, str)):
             raise IndexError(f"{_INDEX_TYPES} (got {type(i).__name__})")
+    if type(idx) is tuple:
+        idx = fold_ellipses(idx, self._data.ndim)      # torch's several Ellipses
     nidx = _np_index(idx)
     if isinstance(value, np.ndarray):
         value = _wrap(value)

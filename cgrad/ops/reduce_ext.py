@@ -117,6 +117,7 @@ def _cast_input(x, dtype):
 
 
 from cgrad.ops.binary import _errstate  # noqa: E402
+from cgrad._warn import warn as _warn  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------
@@ -312,7 +313,7 @@ class _EvenReduce(Function):
     @classmethod
     def _fwd(cls, ctx, a, dims, keepdim):
         arr = a._data
-        if arr.size == 0 and (dims is None or any(arr.shape[d] == 0 for d in dims)):
+        if arr.size == 0 and (dims is None or builtins.any(arr.shape[d] == 0 for d in dims)):
             if dims is None:
                 raise RuntimeError(
                     f"{cls._name}(): Expected reduction dim to be specified for "
@@ -532,8 +533,18 @@ def argmin(input, dim=None, keepdim=False):
 # var / std
 # ----------------------------------------------------------------------------------------
 def _dof(arr, dims, correction):
-    n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+    if dims is None or arr.ndim == 0:       # a 0-d tensor counts as size 1 along dim 0
+        n = arr.size
+    else:
+        n = int(np.prod([arr.shape[d] for d in dims]))
     return builtins.max(0, n - correction)
+
+
+def _check_dof(name, arr, dof):
+    # torch's reduction factor is numel / output numel: 0 for an empty input
+    if dof <= 0 or arr.size == 0:
+        _warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+              "than the reduction factor (input numel divided by output numel).")
 
 
 def _centered(x, dims):
@@ -550,9 +561,11 @@ class Var(Function):
     def forward(ctx, a, dims, correction, keepdim):
         arr = a._data
         _require_float(arr, "std and var only support floating point and complex dtypes")
+        dof = _dof(arr, dims, correction)
+        _check_dof("var", arr, dof)
         if ctx is not None:
             ctx.save_for_backward(a)
-            ctx._aux = (dims, keepdim, _dof(arr, dims, correction))
+            ctx._aux = (dims, keepdim, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.asarray(np.var(arr, axis=_axis(dims, arr.ndim), ddof=correction,
@@ -575,6 +588,8 @@ class Std(Function):
     def forward(ctx, a, dims, correction, keepdim):
         arr = a._data
         _require_float(arr, "std and var only support floating point and complex dtypes")
+        dof = _dof(arr, dims, correction)
+        _check_dof("std", arr, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = np.asarray(np.std(arr, axis=_axis(dims, arr.ndim), ddof=correction,
@@ -582,7 +597,7 @@ class Std(Function):
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
-            ctx._aux = (dims, keepdim, _dof(arr, dims, correction))
+            ctx._aux = (dims, keepdim, dof)
         return out
 
     @staticmethod

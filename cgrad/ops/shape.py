@@ -3,6 +3,7 @@ gives views (reshape of a viewable input, expand, basic indexing). Also accumula
 fast "add rows at repeated indices" kernel shared with cgrad/ops/indexing.py."""
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -311,6 +312,83 @@ def _index_array(it):
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
+def _float_index(arr, from_list):
+    """A float list or NumPy array used as an index: torch converts it to int64 (truncating
+    toward zero), as an index tensor built from the data; a float *tensor* is refused."""
+    if arr.dtype.kind == "c":
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    if from_list and arr.dtype != np.float64:       # np.float32 scalars in a list
+        raise TypeError(f"'numpy.{arr.dtype.name}' object cannot be interpreted as an "
+                        "integer")
+    with np.errstate(invalid="ignore"):
+        if not (np.isfinite(arr).all() and (np.abs(arr) < 2.0 ** 63).all()):
+            raise RuntimeError("value cannot be converted to type int64 without overflow")
+    return arr.astype(np.int64)
+
+
+def float_index_data(idx):
+    """idx unchanged, or an int64 array for a list or ndarray of floats (torch's rule:
+    x[[0.0, 1.0]] is x[[0, 1]]); for Tensor.__setitem__."""
+    if isinstance(idx, np.ndarray):
+        if idx.dtype.kind in "fc" and idx.size:
+            return _float_index(idx, False)
+        return idx
+    if type(idx) is list:
+        try:
+            arr = np.asarray(idx)
+        except (ValueError, TypeError):
+            return idx
+        if arr.dtype.kind in "fc" and arr.size:
+            return _float_index(arr, True)
+    return idx
+
+
+def _index_dims(it):
+    """Dimensions an index item consumes, as torch counts them (count_specified_dimensions):
+    0 for None, Ellipsis and Python bools, a bool or uint8 tensor its ndim, others 1."""
+    if it is None or it is Ellipsis or type(it) is bool or type(it) is np.bool_:
+        return 0
+    arr = it._data if isinstance(it, TensorBase) else it
+    if type(arr) is np.ndarray and (arr.dtype == np.bool_ or arr.dtype == np.uint8):
+        return arr.ndim
+    return 1
+
+
+def fold_ellipses(items, nd):
+    """torch's reading of an index with several Ellipses: each one stands for the nd - k
+    dimensions that the other items do not consume (k), so after the first one every later
+    Ellipsis points past the last dimension: harmless when nothing but Ellipses follows it
+    (or when k == nd), an IndexError otherwise. Returns the items with one Ellipsis."""
+    pos = [i for i, it in enumerate(items) if it is Ellipsis]
+    if len(pos) <= 1:
+        return items
+    k = nd - builtins.sum(_index_dims(it) for it in items)
+    if k > 0:
+        d, r = 0, nd                    # torch's dim pointer and the result's ndim
+        for i, it in enumerate(items):
+            if it is Ellipsis:
+                d += k
+                continue
+            if i > pos[1]:
+                if _index_dims(it) == 0 and it is not Ellipsis:       # None, True, False
+                    raise IndexError(f"Dimension out of range (expected to be in range of "
+                                     f"[{-(r + 1)}, {r}], but got {d})")
+                if isinstance(it, (int, np.integer, slice)):
+                    raise IndexError(f"Dimension out of range (expected to be in range of "
+                                     f"[{-r}, {r - 1}], but got {d})")
+                raise IndexError(f"too many indices for tensor of dimension {r} (got {d + 1})")
+            n = _index_dims(it)
+            if n == 0:
+                r += 1
+                d += 1
+            elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+                r -= 1
+            else:
+                d += n
+    keep = pos[0]
+    return type(items)(it for i, it in enumerate(items) if it is not Ellipsis or i == keep)
+
+
 def _norm_item(it):
     tp = type(it)
     if tp is int or tp is slice or it is None or it is Ellipsis:
@@ -320,6 +398,8 @@ def _norm_item(it):
     if isinstance(it, TensorBase):
         return _index_array(it._data)
     if isinstance(it, np.ndarray):
+        if it.dtype.kind in "fc" and it.size:
+            return _index_array(_float_index(it, False))
         return _index_array(it)
     if isinstance(it, np.integer) or isinstance(it, int):
         return int(it)
@@ -330,6 +410,8 @@ def _norm_item(it):
             arr = None
         if arr is None or arr.dtype == object:
             raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+        if arr.dtype.kind in "fc" and arr.size:
+            arr = _float_index(arr, True)
         return _index_array(arr)
     if hasattr(tp, "__index__") and not isinstance(it, (float, np.floating)):
         return operator.index(it)
@@ -568,7 +650,7 @@ def index(a, idx):
             idx = tuple(idx)
         else:
             idx = (idx,)
-    items = [_norm_item(it) for it in idx]
+    items = fold_ellipses([_norm_item(it) for it in idx], a._data.ndim)
     shape = a._data.shape
     for it in items:
         if type(it) is np.ndarray:

@@ -132,8 +132,9 @@ def spmm(*args):
     the dense ``b``, differentiable in ``values`` and ``b`` (pyGAT's SpecialSpmm, efficient).
 
     ``indices``: int (2, nnz) tensor or array (duplicates allowed, any order; never
-    coalesced); the CSR structure is built once per indices tensor and cached (weakly, and
-    invalidated by in-place changes). ``values``: (nnz,) float32/float64; ``b``: (M, F) or
+    coalesced); the CSR structure is built once per indices tensor and cached (weakly), and
+    reused only while the tensor's indices are unchanged, however they were changed (a
+    NumPy write to a ``from_numpy`` array included: Note [Index cache]). ``values``: (nnz,) float32/float64; ``b``: (M, F) or
     (M,) of the same dtype (a mismatch raises RuntimeError, as torch). The gradient of
     ``values`` comes back in the caller's entry order.
 
@@ -373,12 +374,15 @@ def sum(input, dim=None, dtype=None):
     return _SumDim.apply(s, norm.pop())
 
 
+_sparse_sum = sum      # for callers in this module: a bare `sum` here is this function
+
+
 def _tensor_sum(s, dim=None, dtype=None):
     """Tensor.sum on a sparse tensor: as torch.sparse.sum, but a full sum (dim=None) gives
     the sparse input a dense gradient, as torch's Tensor.sum does."""
     if dim is None:
         return _SumAll.apply(s if dtype is None else s.to(dtype), True)
-    return sum(s, dim, dtype)
+    return _sparse_sum(s, dim, dtype)
 
 
 def _segments(p, dim):

@@ -174,7 +174,8 @@ class SparseTensor(Tensor):
         return self._pattern.nnz
 
     def _indices(self):
-        """The indices (int64, (sparse_dim, nnz)), uncoalesced as stored."""
+        """The indices (int64, (sparse_dim, nnz)), uncoalesced as stored. Read-only: the
+        products cache structure built from them (torch lets them be written)."""
         return _wrap(self._pattern.idx)
 
     def _values(self):
@@ -255,6 +256,12 @@ class SparseTensor(Tensor):
 
     def clone(self, memory_format=None):
         return _SparseClone.apply(self)
+
+    def __reduce_ex__(self, protocol):
+        raise _unsupported("__reduce_ex__")
+
+    def __deepcopy__(self, memo):
+        raise _unsupported("__deepcopy__")
 
     def contiguous(self, memory_format=None):
         raise RuntimeError("unsupported memory format option Contiguous")
@@ -447,7 +454,10 @@ def _as_tensor(x):
 # Construction
 
 def _index_array(indices):
-    """indices (Tensor, ndarray or nested list) -> (int64 ndarray (d, nnz), cache key, version)."""
+    """indices (Tensor, ndarray or nested list) -> (int64 ndarray (d, nnz), cache key,
+    version, owned). ``owned``: the array is a fresh one that nobody else holds; otherwise it
+    may be the caller's memory (a Pattern must copy it: Note [Index cache])."""
+    owned = False
     if isinstance(indices, _TensorBase):
         arr = indices._data
         key, version = indices, indices._version
@@ -460,8 +470,10 @@ def _index_array(indices):
             raise TypeError(f"sparse_coo_tensor(): argument 'indices' (position 1) must be "
                             f"Tensor, not {type_name(indices)}")
         arr = np.asarray(indices)
+        owned = isinstance(indices, (list, tuple))      # always a new array
         if arr.size == 0:
             arr = arr.astype(np.int64).reshape(arr.shape if arr.ndim == 2 else (0, 0))
+            owned = True
         key, version = None, 0
     if arr.dtype.kind not in "iu":
         raise RuntimeError(f"indices must be an int64 tensor, got {arr.dtype}")
@@ -470,9 +482,11 @@ def _index_array(indices):
             f"indices must be sparse_dim x nnz, but got: {list(arr.shape)}")
     if arr.dtype != np.int64:
         arr = arr.astype(np.int64)
+        owned = True
     if not (arr.flags.c_contiguous or arr.shape[1] <= 1):
         arr = np.ascontiguousarray(arr)
-    return arr, key, version
+        owned = True
+    return arr, key, version, owned
 
 
 def _shape_of(size, idx):
@@ -503,7 +517,7 @@ def _pattern_for(indices, size):
         return indices
     if type(indices) is SparseTensor:
         return indices._pattern
-    idx, key, version = _index_array(indices)
+    idx, key, version, owned = _index_array(indices)
     shape = _shape_of(size, idx)
     if len(shape) != idx.shape[0]:
         if len(shape) > idx.shape[0]:
@@ -517,8 +531,8 @@ def _pattern_for(indices, size):
         raise NotImplementedError(
             f"cgrad sparse tensors are 1-D or 2-D, got {len(shape)} sparse dimensions")
     if key is not None:
-        return cached_pattern(key, idx, shape, version)
-    return Pattern(idx, shape)
+        return cached_pattern(key, idx, shape, version, owned)
+    return Pattern(idx if owned else idx.copy(), shape)
 
 
 def _values_tensor(values, dtype):
@@ -540,8 +554,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     ``is_coalesced=True`` asserts it). When ``values`` requires grad the result has
     ``grad_fn=<SparseCooTensorWithDimsAndTensorsBackward0>`` and the gradient flows back to
     ``values``. Works inside a Function's forward on raw inputs. Indices are validated
-    (RuntimeError for negative or out-of-range ones); values must be 1-D (no hybrid
-    tensors) and not float16 (scipy.sparse has no float16).
+    (RuntimeError for negative or out-of-range ones) and copied: unlike torch, the result
+    does not alias ``indices``, so a later write to them does not change it (its products
+    cache structure on them; Note [Index cache]); values must be 1-D (no hybrid tensors)
+    and not float16 (scipy.sparse has no float16).
     """
     from cgrad import _checks
     _checks.check_device(device, "sparse_coo_tensor")
