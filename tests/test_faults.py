@@ -891,6 +891,11 @@ class _Alarm:
         raise KeyboardInterrupt
 
     def __enter__(self):
+        # An exception raised inside a gc callback is "ignored" (reported as unraisable), so
+        # an interrupt landing in one would be lost: hypothesis, once any of its tests ran,
+        # keeps a gc callback for the rest of the session. Set them aside meanwhile.
+        self.callbacks = gc.callbacks[:]
+        gc.callbacks.clear()
         self.prev = signal.signal(signal.SIGALRM, self._handler)
         signal.setitimer(signal.ITIMER_REAL, self.delay)
         return self
@@ -898,6 +903,7 @@ class _Alarm:
     def __exit__(self, *exc):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.prev)
+        gc.callbacks[:] = self.callbacks
 
 
 def _wait_for_interrupt(limit=5.0):
