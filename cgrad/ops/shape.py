@@ -183,7 +183,7 @@ def _torch_index_error(e):
 
 def _getitem(arr, idx):
     try:
-        return arr[idx]
+        out = arr[idx]
     except IndexError as e:
         if arr.ndim == 0 and type(idx) is int:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
@@ -192,6 +192,10 @@ def _getitem(arr, idx):
         if arr.ndim == 0 and type(idx) is slice:
             raise IndexError("slice() cannot be applied to a 0-dim tensor.") from None
         raise _torch_index_error(e) from None
+    if type(out) is not np.ndarray and isinstance(out, np.generic):
+        # an integer in every dimension: NumPy returns a scalar (a copy); torch a 0-d view
+        out = arr[(idx if type(idx) is tuple else (idx,)) + (Ellipsis,)]
+    return out
 
 
 class _TorchIndex:

@@ -699,7 +699,7 @@ class Unbind(Function):
         if ctx is not None:
             ctx._aux = dim
         pre = (_FULL,) * dim
-        return tuple(arr[pre + (i,)] for i in range(arr.shape[dim]))
+        return tuple(arr[pre + (i, Ellipsis)] for i in range(arr.shape[dim]))   # views
 
     @staticmethod
     def backward(ctx, *grads):
