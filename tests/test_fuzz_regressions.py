@@ -63,3 +63,76 @@ def test_zero_d_view_inplace_gradients():
 
 def test_zero_d_view_inplace_gradients_match_torch():
     assert _zero_d_view_inplace_grad(cgrad) == _zero_d_view_inplace_grad(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# Saved tensors: an in-place op on a tensor that torch's node does not save is allowed, and
+# one on a tensor it does save makes backward raise. cgrad saved differently:
+# - a ** b (tensors) did not save the result and s ** a did not save a (torch saves both);
+# - gather/take/take_along_dim/masked_select did not save self and index_add did not save
+#   source (torch does, for their shapes), so an in-place op on them went unnoticed.
+# Fuzzer: `t6 = pow(t5, t5); t14 = t6.unsqueeze(-1); t14.mul_(1.5)`, then backward: torch
+# raises "modified by an inplace operation", cgrad returned gradients.
+
+_IDX = np.array([0, 2])
+_MASK = np.array([True, False, True])
+
+_SAVE_OPS = {
+    "pow": lambda L, a, b: a ** b,
+    "rpow": lambda L, a, b: 2.0 ** a,
+    "pow_scalar": lambda L, a, b: a ** 2.5,
+    "gather": lambda L, a, b: a.gather(0, L.tensor(_IDX)),
+    "take": lambda L, a, b: a.take(L.tensor(_IDX)),
+    "take_along_dim": lambda L, a, b: L.take_along_dim(a, L.tensor(_IDX), 0),
+    "masked_select": lambda L, a, b: a.masked_select(L.tensor(_MASK)),
+    "index_add": lambda L, a, b: a.index_add(0, L.tensor(np.array([0, 0, 1])), b),
+}
+
+# (op, which inputs require grad, what is modified in place) -> backward raises
+_SAVE_EXPECT = {
+    ("pow", (True, True), "out"): True,
+    ("pow", (True, False), "out"): True,
+    ("rpow", (True, True), "a"): True,
+    ("rpow", (True, True), "out"): True,
+    ("pow_scalar", (True, True), "a"): True,
+    ("pow_scalar", (True, True), "out"): False,
+    ("gather", (True, True), "a"): True,
+    ("take", (True, True), "a"): True,
+    ("take_along_dim", (True, True), "a"): True,
+    ("masked_select", (True, True), "a"): True,
+    ("index_add", (True, True), "b"): True,
+    ("index_add", (True, False), "b"): False,
+}
+
+
+def _raises_after_inplace(lib, op, rg, target):
+    a0 = _f64(lib, [0.7, 1.3, 0.4], requires_grad=rg[0])
+    b0 = _f64(lib, [0.2, -0.6, 0.9], requires_grad=rg[1])
+    a, b = a0 * 1, b0 * 1
+    out = _SAVE_OPS[op](lib, a, b)
+    if not out.requires_grad:
+        return None
+    with lib.no_grad():
+        {"a": a, "b": b, "out": out}[target].mul_(1.0)
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("key", sorted(_SAVE_EXPECT), ids=lambda k: f"{k[0]}-{k[1]}-{k[2]}")
+def test_inplace_after_use_raises_as_torch(key):
+    assert _raises_after_inplace(cgrad, *key) == _SAVE_EXPECT[key]
+
+
+@pytest.mark.parametrize("op", sorted(_SAVE_OPS))
+def test_saved_tensors_match_torch(op):
+    torch = _torch()
+    for rg in ((True, True), (True, False), (False, True)):
+        for target in ("a", "b", "out"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = _raises_after_inplace(torch, op, rg, target)
+            assert _raises_after_inplace(cgrad, op, rg, target) == want, (rg, target)

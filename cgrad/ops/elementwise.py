@@ -262,26 +262,32 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** b (tensors).  d/da = g * b * a**(b-1), d/db = g * a**b * log(a)."""
+    """a ** b (tensors).  d/da = g * b * a**(b-1), d/db = g * out * log(a).
+
+    As torch's PowBackward1, it saves the result too, so an in-place op on the result makes
+    backward raise."""
     _node_name = "PowBackward1"
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
         x, y = a._data, b._data
         out = np.power(x, y)
-        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
+        if out.dtype is not x.dtype or out.dtype is not y.dtype:
+            out = promote(out, x, y)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, b, out)
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, b, out = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
         ga = g * b * a ** (b - 1) if na else None
         gb = None
         if nb:
             # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
-            gb = g * (a ** b) * _safe_log(a, b)
+            gb = g * out * _safe_log(a, b)
         return ga, gb
 
 
@@ -339,7 +345,7 @@ class RPow(Function):
             out = promote(out, x, s)
         if ctx is not None:
             out = _wrap(out)
-            ctx.save_for_backward(out, a if s == 0 else None)
+            ctx.save_for_backward(out, a)      # torch's PowBackward2 saves both
             ctx._aux = s
         return out
 

@@ -200,6 +200,8 @@ class IndexAdd(Function):
         arr, s = a._data, src._data
         if ctx is not None:
             ctx._aux = (dim, idx, s.shape, alpha)
+            if ctx.needs_input_grad[3]:     # as torch, for the version check only
+                ctx.save_for_backward(src)
         out = np.array(arr, copy=True, order="C").reshape(arr.shape if arr.ndim else (1,))
         if alpha != 1:
             s = s * alpha
@@ -213,6 +215,7 @@ class IndexAdd(Function):
         ga, _, _, gs, _ = ctx.needs_input_grad
         gsrc = None
         if gs:
+            ctx.saved_tensors
             gsrc = IndexSelect.apply(g, dim, idx, sshape)
             if tuple(gsrc.shape) != tuple(sshape):
                 gsrc = gsrc.reshape(sshape)
@@ -275,6 +278,7 @@ class Gather(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = (arr.shape, dim, idx)
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         if arr.ndim == 0 or idx.ndim == 0:
             return _as_1d(arr)[idx]
         src = _block(arr, tuple(
@@ -284,6 +288,7 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, g):
         shape, dim, idx = ctx._aux
+        ctx.saved_tensors
         return _ScatterAddZeros.apply(g, shape, dim, idx), None, None
 
 
@@ -598,10 +603,12 @@ class MaskedSelect(Function):
         m = np.broadcast_to(mask, shape)
         if ctx is not None:
             ctx._aux = m
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         return np.broadcast_to(arr, shape)[m]
 
     @staticmethod
     def backward(ctx, g):
+        ctx.saved_tensors
         return _MaskedScatterZeros.apply(g, ctx._aux), None
 
 
@@ -641,11 +648,13 @@ class Take(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = (arr.shape, idx)
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         return np.take(arr, idx)
 
     @staticmethod
     def backward(ctx, g):
         shape, idx = ctx._aux
+        ctx.saved_tensors
         return _PutZeros.apply(g, shape, idx), None
 
 
