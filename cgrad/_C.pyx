@@ -1795,6 +1795,10 @@ cdef object _binop(int code, object self, object other, bint reflected):
             out = _promote_py(code, out, x, other)
         if not (a._requires_grad and cg_grad_enabled()):
             return _new_tensor(_as_array(out))
+        if code == 3 and reflected:
+            # s / a is recorded as torch records it, reciprocal(a) * s: the reciprocal is
+            # saved, not a, so an in-place op on a afterwards does not break backward
+            return _binop(2, a.reciprocal(), other, False)
         return _record_binop(info, code, out, a, None, other)
     b = <TensorBase>other
     if reflected:
@@ -1825,14 +1829,16 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
         ctx._arg_pos = _ARG_POS_0
         if code == 2 or code == 3:
             ctx._aux = scalar
-        if code == 3 and info is _st_ops[3]:     # s / a saves a
-            _save(ctx, (a,))
     else:
         cg_node_alloc_edges(&ctx.c, 2)
         _set_edge(ctx, 0, a)
         _set_edge(ctx, 1, b)
-        if code == 2 or code == 3:
-            _save(ctx, (a, b))
+        # what torch saves: a * b keeps b for a's gradient and a for b's; a / b keeps b,
+        # and a for b's gradient (an in-place op on an unsaved operand is allowed)
+        if code == 2:
+            _save(ctx, (a if b._requires_grad else None, b if a._requires_grad else None))
+        elif code == 3:
+            _save(ctx, (a if b._requires_grad else None, b))
     cg_node_alloc_outputs(&ctx.c, 1)
     if _anomaly_on:
         _anomaly_record(ctx)

@@ -68,6 +68,10 @@ def test_zero_d_view_inplace_gradients_match_torch():
 # --------------------------------------------------------------------------------------
 # Saved tensors: an in-place op on a tensor that torch's node does not save is allowed, and
 # one on a tensor it does save makes backward raise. cgrad saved differently:
+# - a * b and a / b saved both operands even when only one required grad (torch keeps b for
+#   a's gradient and a for b's; a / b keeps b, and a only for b's gradient), and the same
+#   through outer() and einsum() (one einsum operand saves nothing);
+# - s / a saved a (torch records reciprocal(a) * s and saves the reciprocal);
 # - a ** b (tensors) did not save the result and s ** a did not save a (torch saves both);
 # - gather/take/take_along_dim/masked_select did not save self and index_add did not save
 #   source (torch does, for their shapes), so an in-place op on them went unnoticed.
@@ -78,9 +82,16 @@ _IDX = np.array([0, 2])
 _MASK = np.array([True, False, True])
 
 _SAVE_OPS = {
+    "mul": lambda L, a, b: a * b,
+    "div": lambda L, a, b: a / b,
+    "rdiv": lambda L, a, b: 2.0 / a,
     "pow": lambda L, a, b: a ** b,
     "rpow": lambda L, a, b: 2.0 ** a,
     "pow_scalar": lambda L, a, b: a ** 2.5,
+    "outer": lambda L, a, b: L.outer(a, b),
+    "einsum_mul": lambda L, a, b: L.einsum("i,i->i", a, b),
+    "einsum_dot": lambda L, a, b: L.einsum("i,i->", a, b),
+    "einsum_one": lambda L, a, b: L.einsum("i->", a),
     "gather": lambda L, a, b: a.gather(0, L.tensor(_IDX)),
     "take": lambda L, a, b: a.take(L.tensor(_IDX)),
     "take_along_dim": lambda L, a, b: L.take_along_dim(a, L.tensor(_IDX), 0),
@@ -90,18 +101,20 @@ _SAVE_OPS = {
 
 # (op, which inputs require grad, what is modified in place) -> backward raises
 _SAVE_EXPECT = {
-    ("pow", (True, True), "out"): True,
-    ("pow", (True, False), "out"): True,
-    ("rpow", (True, True), "a"): True,
-    ("rpow", (True, True), "out"): True,
-    ("pow_scalar", (True, True), "a"): True,
-    ("pow_scalar", (True, True), "out"): False,
-    ("gather", (True, True), "a"): True,
-    ("take", (True, True), "a"): True,
-    ("take_along_dim", (True, True), "a"): True,
-    ("masked_select", (True, True), "a"): True,
-    ("index_add", (True, True), "b"): True,
-    ("index_add", (True, False), "b"): False,
+    ("mul", (True, False), "a"): False, ("mul", (True, False), "b"): True,
+    ("mul", (False, True), "a"): True, ("mul", (False, True), "b"): False,
+    ("div", (True, False), "a"): False, ("div", (True, False), "b"): True,
+    ("div", (False, True), "a"): True, ("div", (True, True), "out"): False,
+    ("rdiv", (True, True), "a"): False, ("rdiv", (True, True), "out"): False,
+    ("pow", (True, True), "out"): True, ("pow", (True, False), "out"): True,
+    ("rpow", (True, True), "a"): True, ("rpow", (True, True), "out"): True,
+    ("pow_scalar", (True, True), "a"): True, ("pow_scalar", (True, True), "out"): False,
+    ("outer", (True, False), "a"): False, ("outer", (True, False), "b"): True,
+    ("einsum_mul", (True, False), "a"): False, ("einsum_mul", (False, True), "a"): True,
+    ("einsum_dot", (False, True), "b"): False, ("einsum_one", (True, True), "a"): False,
+    ("gather", (True, True), "a"): True, ("take", (True, True), "a"): True,
+    ("take_along_dim", (True, True), "a"): True, ("masked_select", (True, True), "a"): True,
+    ("index_add", (True, True), "b"): True, ("index_add", (True, False), "b"): False,
 }
 
 
@@ -136,3 +149,12 @@ def test_saved_tensors_match_torch(op):
                 warnings.simplefilter("ignore")
                 want = _raises_after_inplace(torch, op, rg, target)
             assert _raises_after_inplace(cgrad, op, rg, target) == want, (rg, target)
+
+
+def test_rdiv_gradients_and_double_backward():
+    x = _f64(cgrad, [0.7, 1.3, -0.4], requires_grad=True)
+    assert cgrad.autograd.gradcheck(lambda a: 2.0 / a, (x,))
+    assert cgrad.autograd.gradgradcheck(lambda a: 2.0 / a, (x,))
+    y = 2.0 / x
+    assert type(y.grad_fn).__name__ == "MulBackward0"
+    np.testing.assert_allclose(y.detach().numpy(), 2.0 / x.detach().numpy(), rtol=1e-15)

@@ -161,8 +161,9 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
+        if ctx is not None:          # as torch: b for a's gradient, a for b's
+            na, nb = ctx.needs_input_grad
+            ctx.save_for_backward(a if nb else None, b if na else None)
         x, y = a._data, b._data
         out = x * y
         return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
@@ -197,8 +198,8 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
+        if ctx is not None:          # as torch: b always, a only for b's gradient
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         x, y = a._data, b._data
         out = x / y
         if out.dtype is not x.dtype or out.dtype is not y.dtype:

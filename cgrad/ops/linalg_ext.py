@@ -413,18 +413,24 @@ class Einsum(Function):
         if to_long:
             arrays = [x.astype(np.int64) for x in arrays]
         if ctx is not None:
-            ctx.save_for_backward(*ops)
-            ctx._aux = spec
+            # an operand is needed only for the gradients of the others (as torch, whose
+            # einsum is built of mul/bmm/sum: a single operand saves nothing)
+            needs = ctx.needs_input_grad[1:]
+            n_need = builtins.sum(1 for x in needs if x)
+            ctx.save_for_backward(*(o if n_need - (1 if nk else 0) > 0 else None
+                                    for o, nk in zip(ops, needs)))
+            ctx._aux = (spec, tuple(a.shape for a in arrays))
         return _einsum_np(subs, out, arrays)
 
     @staticmethod
     def backward(ctx, g):
         ops = ctx.saved_tensors
-        subs, out, _ = ctx._aux
+        (subs, out, _), shapes = ctx._aux
         needs = ctx.needs_input_grad
         grads = [None]
         for k in range(len(subs)):
-            grads.append(_einsum_grad(g, ops, subs, out, k) if needs[k + 1] else None)
+            grads.append(_einsum_grad(g, ops, subs, out, k, shapes[k])
+                         if needs[k + 1] else None)
         return tuple(grads)
 
 
@@ -443,7 +449,7 @@ class EinsumPermute(Einsum):
     _node_name = "PermuteBackward0"
 
 
-def _einsum_grad(g, ops, subs, out, k):
+def _einsum_grad(g, ops, subs, out, k, shape):
     sub = subs[k]
     uniq = "".join(dict.fromkeys(sub))
     others = [j for j in range(len(subs)) if j != k]
@@ -451,7 +457,6 @@ def _einsum_grad(g, ops, subs, out, k):
     present = "".join(c for c in uniq if c in avail)
     gk = Einsum.apply(((out,) + tuple(subs[j] for j in others), present, False),
                       g, *(ops[j] for j in others))
-    shape = ops[k]._data.shape
     gshape = gk._data.shape
     full = tuple(gshape[present.index(c)] if c in present else 1 for c in uniq)
     if len(present) != len(uniq):
