@@ -2378,6 +2378,18 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
 
 
 cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
+    lst = _run_tensor_hooks(x, grads)
+    if x.pre_hooks is not None:
+        for fn in list(x.pre_hooks.values()):
+            r = fn(tuple(lst))
+            if r is not None:
+                lst = list(r)
+    return tuple(lst)
+
+
+cdef list _run_tensor_hooks(_NodeExtra x, tuple grads):
+    """The tensor hooks of a node's outputs, then retain_grad (torch's
+    call_tensor_pre_hooks), not the node's own pre-hooks."""
     lst = list(grads)
     if x.tensor_pre is not None:
         for nr, hooks in list(x.tensor_pre.items()):
@@ -2394,12 +2406,7 @@ cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
             if t is None or lst[nr] is None:
                 continue
             _retain_accumulate(<TensorBase>t, lst[nr])
-    if x.pre_hooks is not None:
-        for fn in list(x.pre_hooks.values()):
-            r = fn(tuple(lst))
-            if r is not None:
-                lst = list(r)
-    return tuple(lst)
+    return lst
 
 
 cdef _retain_accumulate(TensorBase t, object g):
@@ -2453,15 +2460,24 @@ cdef inline bint _stealable(PyObject *g, bint owned):
     return cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>arr) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>arr)
 
 
-cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph) except -1:
+cdef object _run_leaf_hooks(TensorBase var, object g):
+    """A leaf's tensor hooks, in registration order; each may return a new gradient."""
+    for fn in list((<dict>var._hooks).values()):
+        r = fn(g)
+        if r is not None:
+            _check_hook_result(fn, g, r)
+            g = r
+    return g
+
+
+cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_graph,
+                          bint hooks=True) except -1:
     """Torch's AccumulateGrad: hooks, then steal / clone / add in place / add."""
-    if var._hooks is not None:
-        for fn in list((<dict>var._hooks).values()):
-            r = fn(g)
-            if r is not None:
-                _check_hook_result(fn, g, r)
-                g = r
-                owned = False
+    if hooks and var._hooks is not None:
+        r = _run_leaf_hooks(var, g)
+        if r is not g:
+            g = r
+            owned = False
     if type(g) is _sparse_cls or type(var._grad) is _sparse_cls:     # sparse:
         var._grad = _sparse_acc(var._grad, g, owned, create_graph)
     elif var._grad is None:
@@ -2541,6 +2557,42 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
     return <PyObject *>r
 
 
+cdef int _cb_pre_capture(void *state, cg_node_t *c, cg_buf_t *bufs) except -1:
+    """Note [Capture hooks] (csrc/cg_engine.c): a capture target of autograd.grad or
+    backward(inputs=...) that does not run gets its tensor hooks and retain_grad applied to
+    the gradient that is captured, as torch's engine does. For a leaf these are its hooks;
+    backward(inputs=) then accumulates the captured gradient without running them again."""
+    cdef Node node = <Node>c.self
+    cdef TensorBase var
+    cdef Py_ssize_t i, n
+    if c.kind == CG_NODE_ACCUMULATE:
+        var = <TensorBase>(<AccumulateGrad>node)._variable
+        if var._hooks is None or bufs[0].g == NULL:
+            return 0
+        r = _run_leaf_hooks(var, <object>bufs[0].g)
+        if r is not <object>bufs[0].g:
+            Py_INCREF(r)
+            Py_XDECREF(bufs[0].g)
+            bufs[0].g = <PyObject *>r
+            bufs[0].owned = 0
+        return 0
+    x = node._x
+    if x is None or (x.tensor_pre is None and x.retain is None):
+        return 0
+    n = c.n_outputs if c.n_outputs > 0 else 1
+    grads = tuple([<object>bufs[i].g if bufs[i].g != NULL else None for i in range(n)])
+    lst = _run_tensor_hooks(x, grads)
+    for i in range(n):
+        r = lst[i]
+        if r is not grads[i]:
+            if r is not None:
+                Py_INCREF(r)
+            Py_XDECREF(bufs[i].g)
+            bufs[i].g = <PyObject *>r if r is not None else NULL
+            bufs[i].owned = 0
+    return 0
+
+
 cdef int _cb_release(void *state, cg_node_t *c) except -1:
     cdef Node node = <Node>c.self
     if node._has_saved:
@@ -2555,6 +2607,7 @@ cdef cg_callbacks_t _make_callbacks(_RunState st):
     cb.accumulate = _cb_accumulate
     cb.add = _cb_add
     cb.release = _cb_release
+    cb.pre_capture = _cb_pre_capture
     return cb
 
 
@@ -2679,8 +2732,9 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
 
 
 def _accumulate_into(TensorBase t not None, g, bint create_graph):
-    """Accumulate g into t.grad (leaf rules; used by backward(inputs=...))."""
+    """Accumulate g into t.grad (leaf rules; used by backward(inputs=...)). The leaf's hooks
+    already ran on g when it was captured (Note [Capture hooks])."""
     if t._grad_fn is None:
-        _accumulate_leaf(t, g, False, create_graph)
+        _accumulate_leaf(t, g, False, create_graph, False)
     else:
         _retain_accumulate(t, g)

@@ -57,6 +57,7 @@ cdef extern from "cg_engine.h":
         int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned) except -1
         PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned) except NULL
         int (*release)(void *ctx, cg_node_t *node) except -1
+        int (*pre_capture)(void *ctx, cg_node_t *node, cg_buf_t *bufs) except -1
 
     int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root_grads,
                       Py_ssize_t n_roots, cg_node_t **targets, const Py_ssize_t *target_nrs,

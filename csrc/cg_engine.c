@@ -434,6 +434,12 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
     cg_node_t *node = s->node;
     Py_ssize_t off = s->buf_off;
     if (s->target) {
+        /* Note [Capture hooks]: as torch's evaluate_function, a target that will not run
+         * gets its tensor hooks (and retain_grad) applied to what is captured; one that runs
+         * is captured as it arrived and its hooks run with it. */
+        if (pruned && !s->exec && cb->pre_capture(cb->ctx, node, &run->bufs[off]) < 0) {
+            return -1;
+        }
         for (Py_ssize_t t = 0; t < n_targets; t++) {
             if (targets[t] == node) {
                 PyObject *g = run->bufs[off + target_nrs[t]].g;

@@ -41,6 +41,11 @@ typedef struct {
     PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned);
     /* Free the saved tensors of a function node that has run (retain_graph=False). 0 / -1. */
     int (*release)(void *ctx, cg_node_t *node);
+    /* Pruned runs: run the tensor hooks (and retain_grad) of a capture target that will not
+     * execute, over its buffers, before they are captured (torch's engine does the same:
+     * Note [Capture hooks]). bufs[0 .. max(node->n_outputs, 1)) are OWNED by the engine; a
+     * hook's result replaces g (then owned = 0). 0 / -1. */
+    int (*pre_capture)(void *ctx, cg_node_t *node, cg_buf_t *bufs);
 } cg_callbacks_t;
 
 /* Run backward.
@@ -49,7 +54,8 @@ typedef struct {
  *   targets / target_nrs (n_targets >= 0): when n_targets > 0 the run is pruned to the nodes
  *     on a path to a target, AccumulateGrad nodes are not run, and the gradient that reaches
  *     input target_nrs[i] of targets[i] is written to captured[i] as a NEW reference (NULL
- *     when none arrived). captured must have room for n_targets pointers.
+ *     when none arrived); a target that does not run has its tensor hooks applied first
+ *     (cb->pre_capture). captured must have room for n_targets pointers.
  *   keep_graph: when 0, cb->release is called on each function node after it runs.
  * Returns 0, or -1 with the exception raised by a callback (or MemoryError); on error every
  * buffer is released and captured[] holds only NULLs. Reentrant: see Note [Run claims]. */

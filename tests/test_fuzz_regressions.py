@@ -158,3 +158,68 @@ def test_rdiv_gradients_and_double_backward():
     y = 2.0 / x
     assert type(y.grad_fn).__name__ == "MulBackward0"
     np.testing.assert_allclose(y.detach().numpy(), 2.0 / x.detach().numpy(), rtol=1e-15)
+
+
+# --------------------------------------------------------------------------------------
+# Tensor hooks and retain_grad on the inputs of autograd.grad / backward(inputs=...).
+# torch's engine runs a capture target's tensor hooks and retain_grad before capturing its
+# gradient when the target's node does not run (a leaf, or a non-leaf whose grad_fn is not on
+# the way to another input); one that runs is captured as it arrived. backward(inputs=) calls
+# retain_grad() on non-leaf inputs. cgrad captured every target before its hooks, and
+# backward(inputs=[y]) neither applied y's hooks nor set y.retains_grad (so a later backward
+# did not fill y.grad). Fuzzer: `backward(inputs=[t0, t1])` with t1 = t0.tanh(): torch
+# reports t1.retains_grad, cgrad did not.
+
+
+def _capture_hooks(lib):
+    out = {}
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x.tanh()
+    z = (y * 2).sum()
+    y.register_hook(lambda g: g * 10)
+    out["grad y,x"] = lib.autograd.grad(z, [y, x], retain_graph=True)   # y's node runs
+    out["grad y"] = lib.autograd.grad(z, [y], retain_graph=True)        # y's node does not
+    x.register_hook(lambda g: g * 100)
+    out["grad x"] = lib.autograd.grad(z, [x], retain_graph=True)
+    z.backward(inputs=[y, x], retain_graph=True)
+    out["backward y,x"] = (y.grad, x.grad, y.retains_grad)
+    x2 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y2 = x2.tanh()
+    w2 = y2 * 3
+    z2 = (w2 * 2).sum()
+    y2.retain_grad()
+    w2.retain_grad()
+    lib.autograd.grad(z2, [w2], retain_graph=True)      # retain_grad of the target runs
+    out["retain"] = (y2.grad, w2.grad)
+    x3 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y3 = x3.tanh()
+    z3 = (y3 * 2).sum()
+    z3.backward(inputs=[y3], retain_graph=True)
+    z3.backward(retain_graph=True)                      # y3 retains its grad now
+    out["later"] = (y3.grad, y3.retains_grad)
+    return out
+
+
+def _plain(v):
+    if isinstance(v, (tuple, list)):
+        return tuple(_plain(u) for u in v)
+    if v is None or isinstance(v, bool):
+        return v
+    return np.round(v.detach().numpy(), 10).tolist()
+
+
+def test_capture_runs_tensor_hooks_and_retain_grad():
+    got = {k: _plain(v) for k, v in _capture_hooks(cgrad).items()}
+    d = 2 * (1 - np.tanh([1.0, 2.0]) ** 2)
+    assert got["grad y,x"] == ([2.0, 2.0], np.round(10 * d, 10).tolist())
+    assert got["grad y"] == ([20.0, 20.0],)
+    assert got["grad x"] == (np.round(1000 * d, 10).tolist(),)
+    assert got["backward y,x"] == ([20.0, 20.0], np.round(1000 * d, 10).tolist(), True)
+    assert got["retain"] == (None, [2.0, 2.0])
+    assert got["later"] == ([4.0, 4.0], True)
+
+
+def test_capture_hooks_match_torch():
+    torch = _torch()
+    want = {k: _plain(v) for k, v in _capture_hooks(torch).items()}
+    assert {k: _plain(v) for k, v in _capture_hooks(cgrad).items()} == want

@@ -173,12 +173,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after "
             "use to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
+    if inputs is not None:
+        # as torch: a non-leaf input retains its gradient (now and in later backward calls);
+        # its retain_grad hook fills .grad during the run, after its tensor hooks
+        for t in inputs:
+            if t.grad_fn is not None:
+                t.retain_grad()
     captured = _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs)
     if inputs is not None:
         prev = _C._set_grad_enabled(bool(create_graph))
         try:
             for t, g in zip(inputs, captured):
-                if g is not None:
+                if g is not None and t.grad_fn is None:
                     _C._accumulate_into(t, g, bool(create_graph))
         finally:
             _C._set_grad_enabled(prev)
