@@ -1411,7 +1411,24 @@ cdef object _apply(_FnInfo info, tuple args):
             _convert_saved_outputs(ctx)
         _settle_node(ctx)                   # Note [Untracked graphs]
         _settle_outputs(ctx, result, multi)
+        if ctx._x is not None and ctx._x.dirty is not None:
+            _rebase_dirty_views(ctx)
     return result
+
+
+cdef void _rebase_dirty_views(Node ctx) except *:
+    """An input a custom Function marked dirty that is a view: its base is rebased onto the
+    Function's output (CopySlices), as an in-place op on a view (Note [In-place on a view])."""
+    cdef TensorBase t
+    for d in ctx._x.dirty:
+        if not isinstance(d, TensorBase):
+            continue
+        t = <TensorBase>d
+        if t._base_t is None or t._grad_fn is not ctx:
+            continue
+        t._view_ver = t._vc.version         # its history (ctx) is current, not stale
+        if _dirty_view_fn is not None:
+            _dirty_view_fn(t)
 
 
 
@@ -1861,6 +1878,15 @@ cdef object _regen_view_fn = None
 def _register_view_regen(fn):
     global _regen_view_fn
     _regen_view_fn = fn
+
+
+cdef object _dirty_view_fn = None
+
+
+def _register_dirty_view(fn):
+    """fn(view): rebase the base of a view a custom Function marked dirty (inplace.py)."""
+    global _dirty_view_fn
+    _dirty_view_fn = fn
 
 
 cdef void _regen_view(TensorBase t) except *:

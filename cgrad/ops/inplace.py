@@ -168,6 +168,35 @@ def _regenerate_view(view):
 _C._register_view_regen(_regenerate_view)
 
 
+def _rebase_dirty_view(view):
+    """A custom Function marked a view dirty (its forward modified it in place): the
+    Function's output, whose node is now view.grad_fn, holds the view's new values; the base
+    gets a CopySlices node with them and the view is regenerated from it, as torch."""
+    base = view._base
+    if base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    bd, vd = base._data, view._data
+    idx = _view_index(bd, vd)
+    if idx is None:
+        raise NotImplementedError(
+            "mark_dirty on a view of a non-contiguous tensor that requires grad is not "
+            "supported by cgrad yet; call .clone() on the view first")
+    out = _wrap(vd)
+    out._set_grad_fn(view.grad_fn, view.output_nr)
+    balias = _wrap(bd)
+    if base.grad_fn is not None or base.requires_grad:
+        balias._set_grad_fn(base.grad_fn, base.output_nr)
+    newb = CopySlicesFlat.apply(balias, idx, out)
+    base._set_grad_fn(newb.grad_fn, newb.output_nr)
+    regen = AsStridedView.apply(base, idx)
+    view._set_grad_fn(regen.grad_fn, 0)
+    view._sync_view_version()
+
+
+_C._register_dirty_view(_rebase_dirty_view)
+
+
 def record(self, compute, saves_self):
     """Run compute(src) out of place with autograd and rebase self onto its result.
 
