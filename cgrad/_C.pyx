@@ -325,6 +325,10 @@ cdef class TensorBase:
     @property
     def requires_grad(self):
         """True if gradients need to be computed for this Tensor."""
+        if (not self._requires_grad and self._base_t is not None
+                and self._vc.version != self._view_ver):
+            # a stale view (Note [Stale views]) requires grad when its base does, as torch
+            return (<TensorBase>self._base_t)._requires_grad
         return self._requires_grad
 
     @requires_grad.setter
@@ -368,6 +372,8 @@ cdef class TensorBase:
     @property
     def is_leaf(self):
         """True for tensors not produced by a differentiable op (grad_fn is None)."""
+        if self._base_t is not None and self._vc.version != self._view_ver:
+            _regen_view(self)           # as grad_fn (torch's is_leaf reads grad_fn)
         return self._grad_fn is None
 
     @property

@@ -277,3 +277,29 @@ def test_mark_dirty_on_a_view_of_a_leaf_raises():
     a = _f64(cgrad, [1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         Dirty.apply(a[:2], 2.0)
+
+
+# --------------------------------------------------------------------------------------
+# A view of a tensor that did not require grad, whose base then got history through an
+# in-place op on another view: torch reports the view as requiring grad and not a leaf (its
+# history is regenerated from the base). cgrad reported (False, True) until the view was
+# used. Fuzzer: `t12 = t9.narrow(0, 0, 3); t12 += t26` with t25 another view of t9.
+
+
+def _stale_view_flags(lib):
+    c = _f64(lib, [[1.0, 2.0], [3.0, 4.0]])
+    v = c[1]
+    w = c[0]
+    a = _f64(lib, [0.5, 1.5], requires_grad=True)
+    w += a
+    flags = (v.requires_grad, v.is_leaf, c.requires_grad, type(v.grad_fn).__name__)
+    (v * c).sum().backward()
+    return flags, a.grad.numpy().tolist()
+
+
+def test_stale_view_requires_grad_and_is_leaf():
+    assert _stale_view_flags(cgrad) == ((True, False, True, "AsStridedBackward0"), [3.0, 4.0])
+
+
+def test_stale_view_flags_match_torch():
+    assert _stale_view_flags(cgrad) == _stale_view_flags(_torch())
