@@ -42,6 +42,12 @@ cdef extern from "Python.h":
     PyObject *PyWeakref_GET_OBJECT(object ref)
     int _generic_setattr "PyObject_GenericSetAttr"(object o, object name, object v) except -1
 
+# A view's creation meta (TensorBase._cmeta): Note [View creation meta].
+DEF CM_DEFAULT = 0
+DEF CM_MULTI = 1
+DEF CM_NO_GRAD = 2
+DEF CM_CUSTOM = 3
+
 # --------------------------------------------------------------------------------------
 # Registered by cgrad/__init__.py (see _register): the Python pieces the engine calls.
 cdef type _tensor_cls = None      # cgrad.Tensor
@@ -1898,10 +1904,72 @@ def _register_dirty_view(fn):
 cdef void _regen_view(TensorBase t) except *:
     """Note [Stale views]: a view whose storage was modified in place through its base or
     another view (its shared version moved since its grad_fn was made) gets its grad_fn
-    regenerated from the base's current history before it is used, as torch does."""
+    regenerated from the base's current history before it is used, as torch does. A view
+    torch cannot regenerate (Note [View creation meta]) raises instead, every time."""
+    if (<TensorBase>t._base_t)._requires_grad and t._cmeta != CM_DEFAULT:
+        raise _view_meta_error(t, True)
     t._view_ver = t._vc.version
     if _regen_view_fn is not None and (<TensorBase>t._base_t)._requires_grad:
         _regen_view_fn(t)
+
+
+# Note [View creation meta]: torch forbids in-place ops recorded by autograd on some views,
+# and reading the history of such a view after its base was modified in place:
+# - outputs of ops returning several views (split, chunk, unbind) and their views: MULTI;
+# - views made while grad mode is off: NO_GRAD;
+# - outputs of a custom Function that are views (an input returned as is, or a view made in
+#   forward): CUSTOM (their backward is the Function's, which view+inplace would bypass).
+# A view made from a view keeps that meta (torch's propagate_creation_meta); `_cmeta` holds
+# it (0 for a plain view and for every non-view). cgrad/ops/inplace.py checks it before
+# recording an in-place op, _regen_view before regenerating a stale view's history.
+cdef dict _CM_REASON = {
+    CM_MULTI: "This view is the output of a function that returns multiple views. Such "
+              "functions do not allow the output views to be modified inplace. You should "
+              "replace the inplace operation by an out-of-place one.",
+    CM_NO_GRAD: "Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                "can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or "
+                "both outside (if you want the inplace to be tracked).",
+    CM_CUSTOM: "This view was created inside a custom Function (or because an input was "
+               "returned as-is) and the autograd logic to handle view+inplace would override "
+               "the custom backward associated with the custom Function, leading to incorrect "
+               "gradients. This behavior is forbidden. You can fix this by cloning the output "
+               "of the custom Function.",
+}
+
+
+cdef object _view_meta_error(TensorBase t, bint indirect):
+    """torch's message for an in-place op on (indirect: the base of) a view it forbids."""
+    what = ("its base or another view of its base has been modified inplace" if indirect
+            else "is being modified inplace")
+    if t._grad_fn is not None:
+        name = type(t._grad_fn).__name__
+        for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        msg = f"Output {t._output_nr} of {name} is a view and {what}."
+    else:
+        msg = f"A view was created in no_grad mode and {what} with grad mode enabled."
+    return RuntimeError(msg + " " + _CM_REASON[t._cmeta])
+
+
+def _check_view_inplace(TensorBase t not None):
+    """Raise torch's error if an in-place op recorded by autograd may not modify view t
+    (Note [View creation meta])."""
+    if t._cmeta != CM_DEFAULT:
+        raise _view_meta_error(t, False)
+
+
+def _set_multi_view(outs):
+    """Mark the outputs of an op returning several views (split, chunk, unbind)."""
+    cdef TensorBase t
+    cdef char m = CM_MULTI if cg_grad_enabled() else CM_NO_GRAD
+    for o in outs:
+        if isinstance(o, TensorBase) and (<TensorBase>o)._base_t is not None:
+            t = <TensorBase>o
+            t._cmeta = m
+    return outs
 
 
 cdef inline void _set_edge(Node ctx, Py_ssize_t k, TensorBase t) except *:
@@ -1940,6 +2008,8 @@ cdef void _view_vc(TensorBase t, tuple args) except *:
             # on the view rebase the base through CopySlices, cgrad/ops/inplace.py)
             t._base_t = src._base_t if src._base_t is not None else src
             t._view_ver = t._vc.version
+            # Note [View creation meta]: a view of a view keeps its meta
+            t._cmeta = src._cmeta if cg_grad_enabled() else CM_NO_GRAD
             _track(t)
             return
 
@@ -1988,12 +2058,19 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
             if is_graph and t._grad_fn is None and t._requires_grad:
                 raise RuntimeError(
                     "a leaf Variable that requires grad has been used in an in-place operation.")
+            if is_graph and t._cmeta != CM_DEFAULT:
+                raise _view_meta_error(t, False)       # Note [View creation meta]
         elif is_input or src._grad_fn is not None or src._requires_grad:
             if type(src) is _sparse_cls:    # sparse: an alias keeps the sparse layout
                 t = <TensorBase>_sparse_alias(src)
             else:
                 t = _new_tensor(src._data)
             t._vc = src._get_vc()
+            if is_input and not (<_FnInfo>ctx._fn).builtin and type(src) is not _sparse_cls:
+                # an input returned as is: a view of it, as torch
+                t._base_t = src._base_t if src._base_t is not None else src
+                t._view_ver = t._vc.version
+                _track(t)
         else:
             t = src
     elif cnp.PyArray_Check(o) or isinstance(o, np.generic):
@@ -2002,6 +2079,9 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
             _view_vc(t, args)
     else:
         return o        # non-tensor output: returned unchanged
+    if not dirty and t._base_t is not None and not (<_FnInfo>ctx._fn).builtin:
+        # Note [View creation meta]: a view returned by a custom Function
+        t._cmeta = CM_CUSTOM
     if is_graph:
         _set_meta(&ctx.c, i, t._data)
         if _is_float(t._data) and not (

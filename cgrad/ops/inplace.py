@@ -201,6 +201,8 @@ def record(self, compute, saves_self):
     """Run compute(src) out of place with autograd and rebase self onto its result.
 
     See Note [In-place rebase]."""
+    if self._cmeta:
+        _C._check_view_inplace(self)    # Note [View creation meta] in _C.pyx
     check_leaf(self)
     if self._base is not None:
         return _record_on_view(self, compute, saves_self)
