@@ -611,11 +611,31 @@ cdef class TensorBase:
 
     def _set_grad_fn(self, node, Py_ssize_t output_nr=0):
         """Internal: rebase this tensor's history onto `node` (in-place ops, mark_dirty)."""
+        cdef bint retain = _drop_retain(self)
         _track(self)
         self._grad_fn = <Node?>node
         self._output_nr = output_nr
         self._requires_grad = node is not None
         self._retains_grad = False
+        if retain and node is not None:
+            self.retain_grad()          # as torch, retain_grad follows the new history
+
+
+cdef bint _drop_retain(TensorBase t) except -1:
+    """Unregister t's retain_grad from its current node; True if it retained its grad. An
+    in-place op moves retain_grad to the tensor's new history (torch: .grad is then the
+    gradient of the modified tensor); tensor hooks stay with the old one."""
+    if not t._retains_grad or t._grad_fn is None:
+        return False
+    x = t._grad_fn._x
+    if x is not None and x.retain is not None:
+        ref = x.retain.get(t._output_nr)
+        if ref is not None and ref() is t:
+            del x.retain[t._output_nr]
+            if not x.retain:
+                x.retain = None
+    t._retains_grad = False
+    return True
 
 
 # Note [Untracked graphs]: a registered tensor leaves the registry when it is freed. Done in a
@@ -2043,7 +2063,7 @@ cdef class FunctionBase:
 
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
     cdef TensorBase t, src
-    cdef bint is_input = False, dirty = False
+    cdef bint is_input = False, dirty = False, retain = False
     if isinstance(o, TensorBase):
         src = <TensorBase>o
         for a in args:
@@ -2089,10 +2109,13 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
                 and any(d is o for d in ctx._x.non_diff)):
             if dirty:
                 _track(t)               # else _settle_outputs decides (Note [Untracked graphs])
+                retain = _drop_retain(t)
             t._grad_fn = ctx
             t._output_nr = i
             t._requires_grad = True
             t._retains_grad = False
+            if dirty and retain:
+                t.retain_grad()
         elif dirty:
             t._grad_fn = None
             t._requires_grad = False

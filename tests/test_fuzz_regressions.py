@@ -470,3 +470,36 @@ def test_views_torch_forbids_to_modify_match_torch():
     want = {k: _outcome(f) for k, f in _view_cases(torch).items()}
     got = {k: _outcome(f) for k, f in _view_cases(cgrad).items()}
     assert got == want
+
+
+# --------------------------------------------------------------------------------------
+# retain_grad() then an in-place op: torch moves the retain_grad hook to the tensor's new
+# history, so .grad is the gradient of the modified tensor and retains_grad stays True.
+# cgrad kept the hook on the old node (.grad was the gradient of the value before the
+# in-place op) and reset retains_grad. Fuzzer: `t5.retain_grad(); t5 *= 2.0`.
+
+
+def _retain_then_inplace(lib):
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    z = y * 5
+    y.mul_(2)
+    (y * 3 + z).sum().backward()
+    x2 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y2 = x2 * 1
+    v = y2[:1]
+    v.retain_grad()
+    y2.mul_(2)               # v's history is regenerated
+    (v * 3).sum().backward()
+    return (y.retains_grad, y.grad.numpy().tolist(), x.grad.numpy().tolist(),
+            v.retains_grad, v.grad.numpy().tolist(), x2.grad.numpy().tolist())
+
+
+def test_retain_grad_follows_inplace():
+    assert _retain_then_inplace(cgrad) == (True, [3.0, 3.0], [11.0, 11.0], True, [3.0],
+                                           [6.0, 0.0])
+
+
+def test_retain_grad_follows_inplace_matches_torch():
+    assert _retain_then_inplace(cgrad) == _retain_then_inplace(_torch())
