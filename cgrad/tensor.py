@@ -296,9 +296,7 @@ class Tensor(_C.TensorBase):
     def expand(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        if tuple(shape) == self._data.shape:
-            return self
-        return _ops.Expand.apply(self, tuple(shape))
+        return _ops.Expand.apply(self, tuple(shape))      # a new view even for the same shape
 
     def expand_as(self, other):
         return self.expand(other.shape)

@@ -503,3 +503,62 @@ def test_retain_grad_follows_inplace():
 
 def test_retain_grad_follows_inplace_matches_torch():
     assert _retain_then_inplace(cgrad) == _retain_then_inplace(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# expand: x.expand(x.shape) returned x itself (torch: a new view with ExpandBackward0, so
+# is_leaf was True for a leaf), and every expand was a read-only NumPy view, so an in-place
+# op through an expand that repeats nothing raised NumPy's ValueError ("assignment
+# destination is read-only") where torch writes through it. An in-place op on an expanded
+# tensor that does repeat elements raised ValueError or "output with shape [3] doesn't match
+# the broadcast shape [3]" instead of torch's RuntimeError. Fuzzer: `t10 = t7.expand((3,))`
+# with t7 a leaf of shape (3,): (requires_grad, is_leaf) (True, True), torch (True, False).
+
+
+def _expand_cases(lib):
+    def run(f):
+        try:
+            return f()
+        except RuntimeError as e:
+            return "RuntimeError: " + str(e)[:60]
+
+    x = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    e = x.expand(3)
+    out = [e is x, e.is_leaf, type(e.grad_fn).__name__, x.expand_as(x) is x]
+    y = x * 1
+
+    def same_shape():
+        y.expand(3).mul_(2)
+        return y.tolist()
+
+    def leading_one():
+        y.expand(1, 3).add_(1)
+        return y.tolist()
+
+    def repeated(op):
+        def f():
+            c = _f64(lib, [1.0])
+            op(c.expand(3))
+        return f
+    out += [run(same_shape), run(leading_one)]
+    out += [run(repeated(op)) for op in (
+        lambda t: t.mul_(2), lambda t: t.relu_(), lambda t: t.clamp_(0, 0.5),
+        lambda t: lib.nn.functional.relu(t, inplace=True),
+        lambda t: t.copy_(_f64(lib, [1.0, 2.0, 3.0])))]
+    g = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    (g.expand(3) * g).sum().backward()
+    out.append(g.grad.numpy().tolist())
+    return out
+
+
+def test_expand_views():
+    got = _expand_cases(cgrad)
+    assert got[:6] == [False, False, "ExpandBackward0", False, [2.0, 4.0, 6.0],
+                       [3.0, 5.0, 7.0]]
+    for r in got[6:11]:
+        assert r.startswith("RuntimeError: unsupported operation: more than one element")
+    assert got[11] == [2.0, 4.0, 6.0]
+
+
+def test_expand_views_match_torch():
+    assert _expand_cases(cgrad) == _expand_cases(_torch())

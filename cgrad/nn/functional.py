@@ -1547,6 +1547,7 @@ def _inplace_apply(input, compute):
     from cgrad.ops import inplace as _inplace
     if _inplace.needs_record(input):
         return _inplace.record(input, compute, saves_self=True)
+    _inplace.check_overlap(input)
     out = compute(input)
     input._data[...] = out._data
     input._bump_version()

@@ -75,6 +75,21 @@ def check_leaf(self):
         raise RuntimeError(_LEAF_MSG)
 
 
+_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.")
+
+
+def check_overlap(self):
+    """torch's check before writing into a tensor in place: none of its elements may share
+    memory with another (an expanded view). NumPy would raise ValueError (read-only)."""
+    a = self._data
+    if not a.flags.writeable:
+        for n, st in zip(a.shape, a.strides):
+            if st == 0 and n > 1:
+                raise RuntimeError(_OVERLAP_MSG)
+
+
 def check_cast(self, out_dtype):
     dt = self._data.dtype
     if out_dtype != dt and not np.can_cast(out_dtype, dt, "same_kind"):
@@ -123,10 +138,7 @@ def _record_on_view(self, compute, saves_self):
             "in-place operation on a view of a non-contiguous tensor that requires grad is not "
             "supported by cgrad yet; call .clone() on the view first")
     if idx.size != np.unique(idx).size:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a "
-            "single memory location. Please clone() the tensor before performing the "
-            "operation.")
+        raise RuntimeError(_OVERLAP_MSG)
     src = _wrap(vd.copy() if saves_self else vd)
     if self.grad_fn is not None or self.requires_grad:
         src._set_grad_fn(self.grad_fn, self.output_nr)
@@ -231,6 +243,7 @@ def apply_inplace(self, fn, others, compute, saves_self):
     `compute(src)` builds the out-of-place result when autograd records it."""
     if needs_record(self, *others):
         return record(self, compute, saves_self)
+    check_overlap(self)
     raw = [o._data if isinstance(o, _C.TensorBase) else o for o in others]
     fn(self._data, *raw)
     self._bump_version()

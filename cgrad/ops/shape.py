@@ -109,12 +109,19 @@ class Expand(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = arr.shape
+        out = None
         if -1 not in shape:
             try:
-                return np.broadcast_to(arr, shape)
+                out = np.broadcast_to(arr, shape)
             except (ValueError, TypeError):
                 pass                 # torch's message, or a shape with -1 or odd entries
-        return np.broadcast_to(arr, _expand_shape(arr, shape))
+        if out is None:
+            out = np.broadcast_to(arr, _expand_shape(arr, shape))
+        if out.size == arr.size:
+            # nothing repeated (size-1 dims added or kept): an ordinary view, writable as in
+            # torch (broadcast_to is always read-only)
+            out = arr.reshape(out.shape)
+        return out
 
     @staticmethod
     def backward(ctx, g):

@@ -972,6 +972,7 @@ def _inplace_method(fn, saves_self=True):
     def method(self, *args, **kwargs):
         if _inplace.needs_record(self, *args, *kwargs.values()):
             return _inplace.record(self, lambda src: fn(src, *args, **kwargs), saves_self)
+        _inplace.check_overlap(self)
         out = fn(self, *args, **kwargs)
         _inplace.check_cast(self, out._data.dtype)
         np.copyto(self._data, out._data, casting="unsafe")
