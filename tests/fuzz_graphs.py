@@ -647,10 +647,10 @@ SAVES_OUT = {u[0] for u in UNARY if u[4]}
 class M:
     """What the generator knows about one pool entry."""
     __slots__ = ("shape", "iv", "rg", "kind", "stor", "base", "contig", "leafrg", "isleaf",
-                 "numel")
+                 "numel", "overlap")
 
     def __init__(self, shape, iv, rg, kind="f", stor=None, base=None, contig=True,
-                 leafrg=False, isleaf=False):
+                 leafrg=False, isleaf=False, overlap=False):
         self.shape = tuple(int(s) for s in shape)
         self.numel = math.prod(self.shape)
         self.iv = iv
@@ -661,6 +661,7 @@ class M:
         self.contig = contig
         self.leafrg = leafrg
         self.isleaf = isleaf
+        self.overlap = overlap      # elements share memory (an expanded view)
 
     @property
     def ndim(self):
@@ -780,10 +781,11 @@ class _Gen:
         self.stor[s].saved_out = saves_out
         return M(shape, iv, rg, kind=kind, stor=s, base=s, contig=contig)
 
-    def view_of(self, k, shape, contig=None):
+    def view_of(self, k, shape, contig=None, overlap=False):
         m = self.meta[k]
         return M(shape, m.iv, m.rg, m.kind, stor=m.stor, base=m.base,
-                 contig=m.contig if contig is None else contig)
+                 contig=m.contig if contig is None else contig,
+                 overlap=m.overlap or overlap)
 
     def rg_of(self, *ks):
         return any(self.meta[k].rg for k in ks if isinstance(k, int))
@@ -1223,7 +1225,9 @@ class _Gen:
                 return False
             arg = lead + tuple(arg)
             args = (R(k),) + arg if self.coin(0.5) else (R(k), arg)
-            self.emit("meth", "expand", args, outs=[self.view_of(k, shape, contig=False)])
+            self.emit("meth", "expand", args,
+                      outs=[self.view_of(k, shape, contig=False,
+                                         overlap=math.prod(shape) > m.numel)])
             return True
         if c in ("transpose", "swapaxes"):
             d0, d1 = self.i(-nd, nd - 1), self.i(-nd, nd - 1)
@@ -1275,7 +1279,7 @@ class _Gen:
             self.emit("opr", "getitem", (R(k), j), outs=[self.view_of(k, sh[1:])])
             return True
         if c == "slice":
-            idx = self._basic_index(sh, allow_neg_step=True)
+            idx = self._basic_index(sh)
             try:
                 shape = np.empty(sh)[idx].shape
             except (IndexError, ValueError):
@@ -1315,7 +1319,9 @@ class _Gen:
             return True
         return False
 
-    def _basic_index(self, sh, allow_neg_step=False):
+    def _basic_index(self, sh):
+        """A basic index (ints, slices with step 1 or 2, None, Ellipsis). No negative step:
+        torch raises ValueError, cgrad deliberately supports it (ops/shape.py::index)."""
         items = []
         ell = False
         for d, n in enumerate(sh):
@@ -1338,18 +1344,22 @@ class _Gen:
                     ell = True
                     break
                 items.append(slice(None))
-        if allow_neg_step and self.coin(0.01):
-            items.append(slice(None, None, -1))
         if not items:
             items = [None]
         return tuple(items)
 
     # --- in-place ----------------------------------------------------------------------
-    def _inplace_target(self):
-        """A float entry that may be modified in place (rarely one that may not)."""
+    def _inplace_target(self, setitem=False):
+        """A float entry that may be modified in place (rarely one that may not). Never an
+        expanded view for setitem: torch's index_put_ writes through one without complaint
+        (a value per memory location, whichever element comes last), cgrad raises torch's
+        "more than one element of the written-to tensor" error, as torch's other in-place
+        ops do."""
         bad = self.coin(0.02)
 
         def ok(m):
+            if setitem and m.overlap:
+                return False
             if bad:
                 return True
             return not m.leafrg and not self.stor[m.stor].leafrg
@@ -1373,6 +1383,8 @@ class _Gen:
         rg = False
         saves = False
         ng = self.coin(0.03)
+        if op in ("zero_", "fill_", "masked_fill_") and m.overlap:
+            return False    # torch writes through an expanded view here (deprecated); cgrad raises
 
         def other(pred=None, kind="sym"):
             c = self.floats(lambda mm: _bshape(mm.shape, shape) == shape and mm.numel <= 256
@@ -1447,7 +1459,7 @@ class _Gen:
         return True
 
     def g_setitem(self):
-        k = self._inplace_target()
+        k = self._inplace_target(setitem=True)
         if k is None:
             return False
         m = self.meta[k]
@@ -1973,7 +1985,8 @@ class _Gen:
             self.emit("fn", "vstack", (refs,), outs=[self.fresh(shape, iv, rg)], uses=uses)
         elif kind == "broadcast_tensors":
             keep = tuple(sorted({0, w // 2, w - 1}))
-            outs = [self.view_of(sel[p], sh, contig=False) for p in keep]
+            outs = [self.view_of(sel[p], sh, contig=False,
+                                 overlap=self.meta[sel[p]].shape != sh) for p in keep]
             for o, p in zip(outs, keep):
                 o.iv = self.meta[sel[p]].iv
             self.emit("fn", "broadcast_tensors", tuple(refs), keep=keep, outs=outs, uses=uses)
@@ -2326,4 +2339,17 @@ def first_divergence(prog, lib_a, lib_b, rtol=1e-10):
             if va.shape != vb.shape or not np.allclose(va, vb, rtol=rtol, atol=rtol,
                                                        equal_nan=True):
                 return n, f"t{k} differs after step {n}: {_fmt_step(s, prog)}\n{va}\n{vb}"
+            fa, fb = _flags(a), _flags(b)
+            if fa != fb:
+                return n, f"t{k} (requires_grad, is_leaf) after step {n}: {fa} / {fb}"
     return None
+
+
+def _flags(t):
+    out = []
+    for name in ("requires_grad", "is_leaf"):
+        try:
+            out.append(getattr(t, name))
+        except Exception as e:
+            out.append(type(e).__name__)
+    return tuple(out)
