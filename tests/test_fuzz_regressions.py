@@ -562,3 +562,31 @@ def test_expand_views():
 
 def test_expand_views_match_torch():
     assert _expand_cases(cgrad) == _expand_cases(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# An in-place op on einsum's result raised NotImplementedError ("in-place operation on a
+# view (ViewBackward0) ... not supported by cgrad yet"): the result is named ViewBackward0
+# as torch's and is a NumPy view of a temporary, so it was taken for an unregistered view of
+# another tensor. Fuzzer: `t17 = lib.einsum('ij,jz->iz', t11, t16); t17 -= 2.0`.
+
+
+def _einsum_inplace(lib):
+    a = _f64(lib, [[1.0], [2.0]])
+    b = _f64(lib, [[0.5]], requires_grad=True)
+    c = lib.einsum("ij,jz->iz", a, b)
+    d = lib.einsum("ij,kj->ki", a, b)          # a transposed result
+    c -= 2.0
+    d.mul_(3.0)
+    (c * c).sum().backward()
+    (d * d).sum().backward()
+    return c.detach().numpy().tolist(), d.detach().numpy().tolist(), b.grad.numpy().tolist()
+
+
+def test_inplace_on_einsum_result():
+    assert _einsum_inplace(cgrad) == ([[-1.5], [-1.0]], [[1.5, 3.0]], [[38.0]])
+
+
+def test_inplace_on_einsum_result_matches_torch():
+    assert _einsum_inplace(cgrad) == _einsum_inplace(_torch())
+

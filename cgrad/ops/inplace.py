@@ -35,6 +35,8 @@ grad raises torch's error; a view whose elements overlap (expand) raises torch's
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from cgrad import _C
@@ -98,8 +100,13 @@ def check_cast(self, out_dtype):
 
 
 def _check_view(self):
+    """A view op's output that is not registered as a view (_base is None) but whose memory
+    another array holds: an in-place op would change that array behind autograd's back.
+    An output that only looks like a view (einsum's result is a view of a temporary nobody
+    else holds: the base's only references are this array's and the call's) is fine."""
     gf = self.grad_fn
-    if gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None:
+    if (gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None
+            and sys.getrefcount(self._data.base) > 2):
         raise NotImplementedError(
             f"in-place operation on a view ({type(gf).__name__}) of a tensor that requires "
             "grad is not supported by cgrad yet (torch rebases the base with CopySlices); "
