@@ -590,3 +590,17 @@ def test_inplace_on_einsum_result():
 def test_inplace_on_einsum_result_matches_torch():
     assert _einsum_inplace(cgrad) == _einsum_inplace(_torch())
 
+
+
+def _broadcast_identity(lib):
+    x = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    y = _f64(lib, [1.0], requires_grad=True)
+    a, b = lib.broadcast_tensors(x, y)
+    return a is x, a.is_leaf, b.is_leaf, type(b.grad_fn).__name__
+
+
+def test_broadcast_tensors_returns_unexpanded_inputs():
+    # torch returns an input that needs no expansion as is (the fuzzer caught the expand
+    # fix above turning it into a new view)
+    assert _broadcast_identity(cgrad) == (True, True, False, "ExpandBackward0")
+    assert _broadcast_identity(cgrad) == _broadcast_identity(_torch())

@@ -510,7 +510,7 @@ def _masked(s, p):
         return s
     if isinstance(s, TensorBase):
         return mask_fill(s, ~p.mask) if s.dim() else mask_fill(
-            s.expand(p.mask.shape), ~p.mask)
+            s._expand_to(p.mask.shape), ~p.mask)
     return np.where(p.mask, s, 0).astype(np.result_type(s), copy=False)
 
 

@@ -378,7 +378,7 @@ def take_along_dim(input, indices, dim=None):
     ta, ti = list(b), list(b)
     ta[d], ti[d] = arr.shape[d], idx.shape[d]
     if tuple(ta) != arr.shape:
-        input = input.expand(tuple(ta))
+        input = input._expand_to(tuple(ta))
     if tuple(ti) != idx.shape:
         idx = np.broadcast_to(idx, tuple(ti))
     return gather(input, d, idx)

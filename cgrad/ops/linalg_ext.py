@@ -465,7 +465,7 @@ def _einsum_grad(g, ops, subs, out, k, shape):
     # gradient is constant along them (a broadcast view)
     target = tuple(shape[sub.index(c)] if f == 1 else f for c, f in zip(uniq, full))
     if target != full:
-        gk = gk.expand(target)
+        gk = gk._expand_to(target)
     if len(uniq) != len(sub):
         gk = DiagScatter.apply(gk, sub, uniq)
     return gk

@@ -508,7 +508,7 @@ def broadcast_tensors(*tensors):
     for t in tensors:
         if t._data.shape != shape:
             shape = tuple(_broadcast_shape(shape, t._data.shape))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t._expand_to(shape) for t in tensors)   # as torch: t itself when no expand
 
 
 def meshgrid(*tensors, indexing=None):
