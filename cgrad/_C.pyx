@@ -454,6 +454,7 @@ cdef class TensorBase:
 
     def retain_grad(self):
         """Populate .grad for this non-leaf tensor during backward."""
+        _refresh(self)
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._grad_fn is None:
@@ -468,6 +469,7 @@ cdef class TensorBase:
 
     def register_hook(self, hook):
         """Register a hook called with the gradient of this tensor; it may return a new one."""
+        _refresh(self)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         cdef dict hooks
@@ -1352,13 +1354,15 @@ cdef object _apply(_FnInfo info, tuple args):
     cdef Node ctx
     cdef object pi                # Note [Typed object before a steal]
     _check_methods(info)
+    prev = cg_grad_enabled()
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
         if isinstance(a, TensorBase):
             n_tensors += 1
+            if prev:
+                _refresh(<TensorBase>a)     # a stale view may require grad now
             if (<TensorBase>a)._requires_grad:
                 any_rg = True
-    prev = cg_grad_enabled()
     is_graph = prev and any_rg
 
     if info.builtin and not is_graph:
@@ -1842,6 +1846,8 @@ cdef object _binop(int code, object self, object other, bint reflected):
             out = _ts_ufunc(code, x, k, reflected)
         if _descr_differs(out, x):
             out = _promote_py(code, out, x, other)
+        if cg_grad_enabled():
+            _refresh(a)
         if not (a._requires_grad and cg_grad_enabled()):
             return _new_tensor(_as_array(out))
         if code == 3 and reflected:
@@ -1860,6 +1866,9 @@ cdef object _binop(int code, object self, object other, bint reflected):
         out = _tt_ufunc(code, x, y)
     if _descr_differs(out, x) or _descr_differs(out, y):
         out = _promote_py(code, out, x, y)
+    if cg_grad_enabled():
+        _refresh(a)
+        _refresh(b)
     if not ((a._requires_grad or b._requires_grad) and cg_grad_enabled()):
         return _new_tensor(_as_array(out))
     return _record_binop(info, code, out, a, b, None)
@@ -1931,6 +1940,13 @@ cdef void _regen_view(TensorBase t) except *:
     t._view_ver = t._vc.version
     if _regen_view_fn is not None and (<TensorBase>t._base_t)._requires_grad:
         _regen_view_fn(t)
+
+
+cdef inline void _refresh(TensorBase t) except *:
+    """A stale view's history brought up to date before its requires_grad or grad_fn is
+    relied on (Note [Stale views])."""
+    if t._base_t is not None and t._vc.version != t._view_ver:
+        _regen_view(t)
 
 
 # Note [View creation meta]: torch forbids in-place ops recorded by autograd on some views,
@@ -2772,6 +2788,7 @@ def _roots_ready(list tensors, list grads):
 
 
 cdef tuple _root_of(TensorBase t, Py_ssize_t i):
+    _refresh(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
@@ -2805,6 +2822,7 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         m = len(inputs)
         for i in range(m):
             t = <TensorBase?>inputs[i]
+            _refresh(<TensorBase>t)
             if not (<TensorBase>t)._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             targets_info.append(_root_of(<TensorBase>t, i))

@@ -604,3 +604,36 @@ def test_broadcast_tensors_returns_unexpanded_inputs():
     # fix above turning it into a new view)
     assert _broadcast_identity(cgrad) == (True, True, False, "ExpandBackward0")
     assert _broadcast_identity(cgrad) == _broadcast_identity(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A stale view (its base got history through an in-place op after the view was made) used in
+# an op, as a root, as an input of autograd.grad or given a hook: cgrad read its old
+# requires_grad (False) before regenerating its history, so `t2.sub(t2)` did not require
+# grad, register_hook raised "cannot register a hook on a tensor that doesn't require
+# gradient" and grad() "One of the differentiated Tensors does not require grad". Fuzzer:
+# `t2 = t0.t(); t0[tensor([3])] = t1; t4 = t2.sub(t2); t4.register_hook(...)`.
+
+
+def _stale_view_use(lib):
+    t0 = _f64(lib, np.arange(8.0).reshape(4, 2))
+    t1 = _f64(lib, 1.0, requires_grad=True)
+    t2 = t0.t()
+    t0[lib.tensor(np.array([3]))] = t1
+    flags = [t2.sub(t2).requires_grad, (t2 * 2).requires_grad, t2.exp().requires_grad]
+    t2.sum().backward()
+    u = _f64(lib, [1.0, 2.0])
+    v = u[:1]
+    u.add_(t1)
+    g, = lib.autograd.grad((v * 3).sum(), [v], retain_graph=True)
+    v.register_hook(lambda grad: grad * 2)
+    (v * 3).sum().backward()
+    return flags, float(t1.grad.item()), g.numpy().tolist()
+
+
+def test_stale_view_in_ops_hooks_and_grad():
+    assert _stale_view_use(cgrad) == ([True, True, True], 8.0, [3.0])
+
+
+def test_stale_view_in_ops_hooks_and_grad_matches_torch():
+    assert _stale_view_use(cgrad) == _stale_view_use(_torch())
