@@ -2353,3 +2353,73 @@ def _flags(t):
         except Exception as e:
             out.append(type(e).__name__)
     return tuple(out)
+
+
+def _refs(x, out):
+    t = type(x)
+    if t is R:
+        out.add(x.i)
+    elif t in (list, tuple):
+        for v in x:
+            _refs(v, out)
+    elif t is dict:
+        for v in x.values():
+            _refs(v, out)
+    return out
+
+
+def _remap(x, m):
+    t = type(x)
+    if t is R:
+        return R(m[x.i])
+    if t is list:
+        return [_remap(v, m) for v in x]
+    if t is tuple:
+        return tuple(_remap(v, m) for v in x)
+    return x
+
+
+def subprogram(prog, keep_steps):
+    """The program made of the steps in keep_steps (indices), pool references renumbered;
+    None if a kept step (or the driver) refers to an entry of a dropped step."""
+    import copy
+    new = copy.copy(prog)
+    new.steps, m, pid, npid = [], {}, 0, 0
+    for n, s in enumerate(prog.steps):
+        k = _n_out(s)
+        if n in keep_steps:
+            used = _refs(s.args, set()) | _refs(s.kw, set())
+            if not used <= m.keys():
+                return None
+            new.steps.append(Step(s.kind, s.name, _remap(s.args, m),
+                                  {a: _remap(v, m) for a, v in s.kw.items()}, s.keep, s.nograd))
+            for j in range(k):
+                m[pid + j] = npid + j
+            npid += k
+        pid += k
+    for ids in (prog.roots, prog.inputs or []):
+        if not set(ids) <= m.keys():
+            return None
+    new.roots = [m[r] for r in prog.roots]
+    new.inputs = None if prog.inputs is None else [m[i] for i in prog.inputs]
+    new.rg_leaves = [m[i] for i in prog.rg_leaves if i in m]
+    new.leaf_ids = {m[i]: v for i, v in prog.leaf_ids.items() if i in m}
+    new.n_pool = npid
+    return new
+
+
+def shrink(prog, still_fails, rounds=3):
+    """Greedy step deletion (a debugging aid; hypothesis does its own shrinking): drop every
+    step whose removal keeps `still_fails(program)` true."""
+    keep = list(range(len(prog.steps)))
+    best = prog
+    for _ in range(rounds):
+        changed = False
+        for n in reversed(list(keep)):
+            trial = [k for k in keep if k != n]
+            cand = subprogram(prog, set(trial))
+            if cand is not None and still_fails(cand):
+                keep, best, changed = trial, cand, True
+        if not changed:
+            break
+    return best
