@@ -637,3 +637,48 @@ def test_stale_view_in_ops_hooks_and_grad():
 
 def test_stale_view_in_ops_hooks_and_grad_matches_torch():
     assert _stale_view_use(cgrad) == _stale_view_use(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# once_differentiable under create_graph: torch hangs the error node off detached copies of
+# the results that require grad, so backward() through them raises, but grad() w.r.t. the
+# real inputs never runs it (the second-order contribution through it is simply absent).
+# cgrad connected the error node to the incoming gradients, so grad() raised too. Fuzzer:
+# t2 = Once.apply(t1); t3 = cumprod(t2); grad(roots, [t0, t1], create_graph=True), then
+# grad(f(gradients), [t0, t1]): torch ran, cgrad raised "trying to differentiate twice".
+
+
+def _once_second_order(lib):
+    once = lib.autograd.function.once_differentiable
+
+    class Sq(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    g, = lib.autograd.grad((Sq.apply(x) ** 2).sum(), x, create_graph=True)
+    second, = lib.autograd.grad((g * g).sum() + (x * 3).sum(), x)
+    try:
+        g.sum().backward()
+        raised = None
+    except RuntimeError as e:
+        raised = str(e)
+    return g.requires_grad, second.numpy().tolist(), raised
+
+
+def test_once_differentiable_second_order_grad():
+    assert _once_second_order(cgrad) == (
+        True, [3.0, 3.0],
+        "trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def test_once_differentiable_second_order_grad_matches_torch():
+    assert _once_second_order(cgrad) == _once_second_order(_torch())
