@@ -239,8 +239,25 @@ def _make_hook(env, hid, kind, c):
     return hook
 
 
+def _inplace_step(s):
+    return (s.kind in ("setitem", "setitem_iadd") or (s.kind == "cf" and s.name == "Dirty")
+            or (s.kind == "meth" and s.name.endswith("_") and s.name != "requires_grad_")
+            or (s.kind == "opr" and s.name in ("iadd", "isub", "imul", "itruediv")))
+
+
 def _exec(env, pool, s):
     lib = env.lib
+    if lib.__name__ == "torch" and _inplace_step(s) and type(s.args[0]) is R:
+        # torch 2.13 quirk: an in-place op on a view whose base got history after the view
+        # was made raises "a leaf Variable that requires grad is being used in an in-place
+        # operation" unless the view's grad_fn was read first (which regenerates it; its
+        # requires_grad and is_leaf then say True and False). Reading it changes nothing else.
+        t = pool[s.args[0].i]
+        try:
+            if t._is_view():
+                t.grad_fn
+        except RuntimeError:
+            pass
     args = _resolve(s.args, pool, lib)
     kw = {k: _resolve(v, pool, lib) for k, v in s.kw.items()} if s.kw else {}
     k = s.kind
@@ -647,7 +664,7 @@ SAVES_OUT = {u[0] for u in UNARY if u[4]}
 class M:
     """What the generator knows about one pool entry."""
     __slots__ = ("shape", "iv", "rg", "kind", "stor", "base", "contig", "leafrg", "isleaf",
-                 "numel", "overlap")
+                 "numel", "overlap", "cmeta", "born")
 
     def __init__(self, shape, iv, rg, kind="f", stor=None, base=None, contig=True,
                  leafrg=False, isleaf=False, overlap=False):
@@ -662,6 +679,8 @@ class M:
         self.leafrg = leafrg
         self.isleaf = isleaf
         self.overlap = overlap      # elements share memory (an expanded view)
+        self.cmeta = False          # a view torch forbids to modify (split output, custom)
+        self.born = 0               # its storage's write count when it was made
 
     @property
     def ndim(self):
@@ -686,12 +705,13 @@ def _bshape(a, b):
 
 
 class _Storage:
-    __slots__ = ("consumed", "saved_out", "leafrg")
+    __slots__ = ("consumed", "saved_out", "leafrg", "writes")
 
     def __init__(self, leafrg=False):
         self.consumed = False
         self.saved_out = False
         self.leafrg = leafrg
+        self.writes = 0
 
 
 class _Gen:
@@ -710,6 +730,7 @@ class _Gen:
         self.r = random.Random(seed)
         self.prog.seed = int(self.rng.integers(2 ** 31))
         self.hub = None
+        self.allow_bad = False
         self.n_hooks = 0
         self.wide_left = 2 if wide else 0
         self.ties = self.coin(0.15)
@@ -751,10 +772,17 @@ class _Gen:
         return np.asarray(self.rng.random(shape) < p, dtype=bool)
 
     def floats(self, pred=None):
+        meta, stor = self.meta, self.stor
+        if self.allow_bad:
+            ok = self.fl
+        else:
+            # a view torch forbids to modify (split output, custom Function output) whose base
+            # changed after it was made: torch raises on every use
+            ok = [k for k in self.fl if not (meta[k].cmeta and stor[meta[k].stor].writes >
+                                             meta[k].born)]
         if pred is None:
-            return list(self.fl)
-        meta = self.meta
-        return [k for k in self.fl if pred(meta[k])]
+            return list(ok)
+        return [k for k in ok if pred(meta[k])]
 
     # --- pool bookkeeping --------------------------------------------------------------
     def emit(self, kind, name, args=(), kw=None, outs=(), keep=None, nograd=False,
@@ -766,6 +794,8 @@ class _Gen:
             ids.append(len(self.meta))
             if m.kind == "f" and m.numel:
                 self.fl.append(len(self.meta))
+            if m.stor is not None and m.stor < len(self.stor):
+                m.born = self.stor[m.stor].writes
             self.meta.append(m)
         for u in uses:
             self.stor[self.meta[u].stor].consumed = True
@@ -783,9 +813,11 @@ class _Gen:
 
     def view_of(self, k, shape, contig=None, overlap=False):
         m = self.meta[k]
-        return M(shape, m.iv, m.rg, m.kind, stor=m.stor, base=m.base,
-                 contig=m.contig if contig is None else contig,
-                 overlap=m.overlap or overlap)
+        out = M(shape, m.iv, m.rg, m.kind, stor=m.stor, base=m.base,
+                contig=m.contig if contig is None else contig,
+                overlap=m.overlap or overlap)
+        out.cmeta = m.cmeta
+        return out
 
     def rg_of(self, *ks):
         return any(self.meta[k].rg for k in ks if isinstance(k, int))
@@ -836,7 +868,10 @@ class _Gen:
         m.iv = _iv_union(m.iv, iv)
         if rg:
             m.rg = True
-        self.stor[m.stor].saved_out = saves_out
+        st = self.stor[m.stor]
+        st.saved_out = saves_out
+        st.writes += 1
+        m.born = st.writes          # modified directly: its own history is current
 
     # --- operand helpers ---------------------------------------------------------------
     def partner(self, k, pred=None, leaf_kind="sym", exact=False):
@@ -1315,6 +1350,7 @@ class _Gen:
                 else:
                     shape = sh[:d] + (sizes[p],) + sh[d + 1:]
                 outs.append(self.view_of(k, shape, contig=m.contig and d == 0))
+                outs[-1].cmeta = True
             self.emit("meth", name, args, keep=keep, outs=outs)
             return True
         return False
@@ -1355,14 +1391,15 @@ class _Gen:
         (a value per memory location, whichever element comes last), cgrad raises torch's
         "more than one element of the written-to tensor" error, as torch's other in-place
         ops do."""
-        bad = self.coin(0.02)
+        bad = self.allow_bad
 
         def ok(m):
             if setitem and m.overlap:
                 return False
             if bad:
                 return True
-            return not m.leafrg and not self.stor[m.stor].leafrg
+            return (not m.leafrg and not self.stor[m.stor].leafrg and not m.cmeta
+                    and not m.overlap)
         c = self.floats(lambda m: ok(m) and m.numel <= 256)
         fresh = [k for k in c if not self.stor[self.meta[k].stor].consumed
                  and not self.stor[self.meta[k].stor].saved_out]
@@ -1933,6 +1970,13 @@ class _Gen:
         args = (eq,) + tuple(R(o) for o in ops)
         if self.coin(0.2):
             args = (eq, [R(o) for o in ops])
+        lhs, rhs = eq.split("->")
+        if "," not in lhs and len(rhs) == len(set(lhs)):
+            # one operand, nothing summed: torch returns a view (permute / diagonal)
+            out = self.view_of(a, shape, contig=False)
+            out.iv = iv
+            self.emit("fn", "einsum", args, outs=[out])
+            return True
         self.emit("fn", "einsum", args, outs=[self.fresh(shape, iv, rg)], uses=ops)
         return True
 
@@ -2193,6 +2237,7 @@ class _Gen:
                       uses=[k])
         elif name == "Identity":
             out = self.view_of(k, m.shape)
+            out.cmeta = True
             self.emit("cf", name, (R(k),), outs=[out], uses=[k])
         else:
             self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, _iv_scale(A, 2.0), m.rg)],
@@ -2229,6 +2274,7 @@ class _Gen:
             tries += 1
             cat = self.CATEGORIES[self.draw(st.integers(0, len(self.CATEGORIES) - 1))]
             self.reseed()
+            self.allow_bad = self.coin(0.003)    # a step that may be invalid in torch
             if cat == "wide" and not self.coin(0.5):
                 continue
             getattr(self, "g_" + cat)()
