@@ -2430,6 +2430,15 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if x is not None and (x.tensor_pre is not None or x.retain is not None
                           or x.pre_hooks is not None):
         grads = (node,) + _run_pre_hooks(x, grads[1:])
+    if node._fn is not None and (<_FnInfo>node._fn).builtin:
+        # torch's built-in nodes pass "no gradient" on: when none arrived (a custom backward
+        # returned None for this path), nothing is sent, not zeros (custom Functions still
+        # get materialized zeros, as in torch)
+        for i in range(n_out):
+            if grads[i + 1] is not None:
+                break
+        else:
+            return 0
     if node._materialize:
         for i in range(n_out):
             if grads[i + 1] is None and c.meta[i].ndim >= 0:

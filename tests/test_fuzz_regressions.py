@@ -682,3 +682,46 @@ def test_once_differentiable_second_order_grad():
 
 def test_once_differentiable_second_order_grad_matches_torch():
     assert _once_second_order(cgrad) == _once_second_order(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A built-in node that received no gradient at all (a custom backward returned None on the
+# only path to it) still ran with zeros, so the leaves behind it got a zero .grad; torch's
+# built-in nodes pass "no gradient" on and those leaves keep .grad None (custom Functions do
+# get materialized zeros). Fuzzer: t3 = dot(t0, t2); NoneGrad.apply(t0, t3, ...) whose
+# backward returns None for t3: t2.grad was zeros, torch None.
+
+
+def _no_gradient_path(lib):
+    class NoneForY(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 2 + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = _f64(lib, [1.0, 2.0], requires_grad=True)
+    b = _f64(lib, [3.0, 4.0], requires_grad=True)
+    c = _f64(lib, [5.0, 6.0], requires_grad=True)
+    out = NoneForY.apply(a, lib.dot(a, b)) + NoneForY.apply(a, Twice.apply(c))
+    out.sum().backward()
+    return (a.grad.numpy().tolist(), b.grad, c.grad.numpy().tolist())
+
+
+def test_no_gradient_passes_through_builtin_nodes():
+    assert _no_gradient_path(cgrad) == ([4.0, 4.0], None, [0.0, 0.0])
+
+
+def test_no_gradient_passes_through_builtin_nodes_matches_torch():
+    assert _no_gradient_path(cgrad) == _no_gradient_path(_torch())
