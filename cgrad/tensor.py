@@ -393,7 +393,8 @@ class Tensor(_C.TensorBase):
         return _inplace.apply_inplace(
             self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
                                             casting="unsafe"),
-            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False)
+            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False,
+            overlap_check=False)          # torch does not check masked_fill_'s value
 
     def __setitem__(self, idx, value):
         _inplace.setitem(self, idx, value)

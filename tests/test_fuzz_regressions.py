@@ -725,3 +725,48 @@ def test_no_gradient_passes_through_builtin_nodes():
 
 def test_no_gradient_passes_through_builtin_nodes_matches_torch():
     assert _no_gradient_path(cgrad) == _no_gradient_path(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# An in-place op whose operand shares memory with the written tensor in part: torch raises
+# ("some elements of the input tensor and the written-to tensor refer to a single memory
+# location"), cgrad wrote the result (NumPy buffers overlapping operands). The same layout
+# (x.add_(x)), layouts with gaps or repeats, and setitem's value once its leading size-1
+# dims are dropped and it is expanded to the region, are allowed, as in torch. Fuzzer:
+# `t15 = t14.flatten(); t15.add_(t14)` with t14 0-d.
+
+
+def _partial_overlap_cases(lib):
+    def run(f):
+        try:
+            f()
+            return "ok"
+        except RuntimeError as e:
+            return "partial" if "some elements of the input tensor" in str(e) else str(e)
+
+    x = lib.arange(6.0, dtype=lib.float64)
+    z = lib.zeros(4, dtype=lib.float64)
+    w = lib.zeros((2, 3), dtype=lib.float64)
+    s = lib.tensor(2.0, dtype=lib.float64)
+    cases = [
+        lambda: x[1:].add_(x[:-1]), lambda: x.add_(x), lambda: x.add_(x.view(6)),
+        lambda: x.view(2, 3).add_(x.view(3, 2).t()), lambda: x[:3].add_(x[3:]),
+        lambda: x.view(2, 3).add_(x[:3]), lambda: x.view(2, 3).t().add_(x.view(3, 2)),
+        lambda: x[::2].mul_(x[1::2]), lambda: x.clamp_(min=x[0]),
+        lambda: x.masked_fill_(lib.tensor(np.ones(6, dtype=bool)), x[0]),
+        lambda: s.flatten().add_(s),
+        lambda: w.__setitem__(0, w[1]), lambda: w.__setitem__((0, slice(1, None)), w[0, :2]),
+        lambda: w.__setitem__(0, w[0, None]), lambda: z.__setitem__(slice(1, 3), z[0:2]),
+        lambda: z.__setitem__(lib.tensor(np.array([1, 2])), z[0:2]),
+    ]
+    return [run(f) for f in cases]
+
+
+def test_partial_overlap_in_place():
+    assert _partial_overlap_cases(cgrad) == [
+        "partial", "ok", "ok", "partial", "ok", "partial", "partial", "ok", "partial", "ok",
+        "partial", "ok", "partial", "ok", "partial", "partial"]
+
+
+def test_partial_overlap_in_place_matches_torch():
+    assert _partial_overlap_cases(cgrad) == _partial_overlap_cases(_torch())

@@ -39,6 +39,11 @@ import sys
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:     # NumPy < 2
+    from numpy import byte_bounds as _byte_bounds
+
 from cgrad import _C
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
@@ -90,6 +95,45 @@ def check_overlap(self):
         for n, st in zip(a.shape, a.strides):
             if st == 0 and n > 1:
                 raise RuntimeError(_OVERLAP_MSG)
+
+
+_PARTIAL_MSG = ("unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+
+
+def _dense(a):
+    """torch's is_non_overlapping_and_dense: the elements fill a block with no gap and no
+    repeat, in some order of the dimensions."""
+    dims = sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1)
+    expect = a.itemsize
+    for st, n in dims:
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def check_partial_overlap(self, *others):
+    """torch's check before an in-place op reads `others` while writing self: an operand
+    may share memory with self only as the very same layout (x.add_(x)), not in part
+    (x[1:].add_(x[:-1])); layouts it cannot judge (gaps, repeats) pass, as in torch."""
+    for o in others:
+        if isinstance(o, _C.TensorBase) and o is not self and _partial(self._data, o._data):
+            raise RuntimeError(_PARTIAL_MSG)
+
+
+def _partial(a, b):
+    """torch's get_overlap_status(a, b) == Partial, for arrays a and b."""
+    if not a.size or not b.size or not np.may_share_memory(a, b):
+        return False
+    if not (_dense(a) and _dense(b)):
+        return False            # too hard to tell: allowed
+    la, ha = _byte_bounds(a)
+    lb, hb = _byte_bounds(b)
+    if la == lb and ha == hb:
+        return a.strides != b.strides
+    return la < hb and lb < ha
 
 
 def check_cast(self, out_dtype):
@@ -245,9 +289,11 @@ def record(self, compute, saves_self):
     return self
 
 
-def apply_inplace(self, fn, others, compute, saves_self):
+def apply_inplace(self, fn, others, compute, saves_self, overlap_check=True):
     """An in-place op: `fn(arr, *raw_others)` writes into arr when nothing is recorded,
     `compute(src)` builds the out-of-place result when autograd records it."""
+    if overlap_check:
+        check_partial_overlap(self, *others)
     if needs_record(self, *others):
         return record(self, compute, saves_self)
     check_overlap(self)
@@ -480,6 +526,25 @@ def setitem(self, idx, value):
         value = tensor(value, dtype=self.dtype)
     elif isinstance(value, np.ndarray):
         value = _wrap(value)
+    if isinstance(value, _C.TensorBase) and np.may_share_memory(self._data, value._data):
+        # as torch: a basic index copies the value, without its leading size-1 dims and
+        # expanded, into the region; an advanced one is index_put_ (the whole tensor
+        # against the value)
+        v = value._data
+        if _is_basic(idx):
+            region = self._data[nidx + (Ellipsis,) if isinstance(nidx, tuple) and
+                                Ellipsis not in nidx else nidx]
+            k = 0
+            while k < v.ndim and v.shape[k] == 1:
+                k += 1
+            try:
+                v = np.broadcast_to(v.reshape(v.shape[k:]), region.shape)
+            except ValueError:
+                v = None            # the assignment itself reports the shapes
+        else:
+            region = self._data
+        if v is not None and _partial(region, v):
+            raise RuntimeError(_PARTIAL_MSG)
     if needs_record(self, value):
         cls = CopySlices if _is_basic(idx) else IndexPut
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:

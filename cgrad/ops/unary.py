@@ -970,6 +970,7 @@ def _inplace_method(fn, saves_self=True):
     from cgrad.ops import inplace as _inplace
 
     def method(self, *args, **kwargs):
+        _inplace.check_partial_overlap(self, *args, *kwargs.values())
         if _inplace.needs_record(self, *args, *kwargs.values()):
             return _inplace.record(self, lambda src: fn(src, *args, **kwargs), saves_self)
         _inplace.check_overlap(self)
