@@ -228,6 +228,10 @@ def _make_hook(env, hid, kind, c):
     calls = env.hook_calls
 
     def hook(g):
+        if g is None:
+            # torch 2.13 calls the hook of an unused output of a multi-output custom Function
+            # with None (its zeros are materialized later); cgrad does not call it
+            return None
         calls[hid] = calls.get(hid, 0) + 1
         if not env.hooks:
             return None
