@@ -534,13 +534,16 @@ def setitem(self, idx, value):
         if _is_basic(idx):
             region = self._data[nidx + (Ellipsis,) if isinstance(nidx, tuple) and
                                 Ellipsis not in nidx else nidx]
-            k = 0
-            while k < v.ndim and v.shape[k] == 1:
-                k += 1
-            try:
-                v = np.broadcast_to(v.reshape(v.shape[k:]), region.shape)
-            except ValueError:
-                v = None            # the assignment itself reports the shapes
+            if v.ndim == 0:
+                v = None                    # torch fills the region: nothing to check
+            elif v.shape != region.shape:
+                k = 0
+                while k < v.ndim and v.shape[k] == 1:
+                    k += 1
+                try:
+                    v = np.broadcast_to(v.reshape(v.shape[k:]), region.shape)
+                except ValueError:
+                    v = None            # the assignment itself reports the shapes
         else:
             region = self._data
         if v is not None and _partial(region, v):
