@@ -774,3 +774,33 @@ def test_partial_overlap_in_place():
 
 def test_partial_overlap_in_place_matches_torch():
     assert _partial_overlap_cases(cgrad) == _partial_overlap_cases(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# elu/selu double backward at exactly 0: torch's first derivative takes the left branch at
+# 0 (alpha * scale) but its second derivative is masked by a < 0, so it is 0 there; cgrad
+# gave alpha * scale * g there. Fuzzer (programs with exact zeros): t1 = t0 + 0.5 with
+# t0 = -0.5, F.elu(t1, alpha=0.5), then grad of a function of the gradients.
+
+
+def _elu_second_order_at_zero(lib):
+    out = []
+    for f in (lambda a: lib.nn.functional.elu(a, alpha=0.5), lib.nn.functional.elu,
+              lib.nn.functional.selu):
+        a = _f64(lib, [-1.0, 0.0, 0.0, 1.0], requires_grad=True)
+        g = _f64(lib, [0.3, 0.5, 0.7, 1.1])
+        ga, = lib.autograd.grad(f(a), a, g, create_graph=True)
+        h, = lib.autograd.grad((ga * ga).sum(), a)
+        out.append((np.round(ga.detach().numpy(), 12).tolist(),
+                    np.round(h.numpy(), 12).tolist()))
+    return out
+
+
+def test_elu_second_derivative_at_zero():
+    got = _elu_second_order_at_zero(cgrad)
+    for _, h in got:
+        assert h[1] == 0.0 and h[2] == 0.0 and h[3] == 0.0 and h[0] != 0.0
+
+
+def test_elu_second_derivative_at_zero_matches_torch():
+    assert _elu_second_order_at_zero(cgrad) == _elu_second_order_at_zero(_torch())

@@ -585,9 +585,11 @@ class EluBackward(Function):
         ng, na = ctx.needs_input_grad[:2]
         ga = None
         if na:
-            # d/da of g * scale * alpha * exp(a) on the left branch; 0 on the right
+            # d/da of g * scale * alpha * exp(a) on the left branch; 0 on the right, and at
+            # a == 0 itself, as torch's elu_double_backward (mask a < 0, although the first
+            # derivative takes the left branch at 0)
             e = ClampScalar.apply(a, None, 0.0).exp() * (alpha * scale)
-            ga = mask_where(a._data <= 0, gg * g * e)
+            ga = mask_where(a._data < 0, gg * g * e)
         return (EluBackward.apply(gg, a, alpha, scale) if ng else None), ga, None, None
 
 
