@@ -533,6 +533,22 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
             goto error;
         }
     }
+    if (pruned) {
+        /* Note [Capture hooks]: a root on no path to a target does not run, but its tensor
+         * hooks (and retain_grad) see the gradient it received, as in torch. */
+        for (Py_ssize_t r = 0; r < n_roots; r++) {
+            Py_ssize_t i = slot_of(&run, roots[r]);
+            cg_slot_t *s = &run.slots[i];
+            int seen = 0;
+            for (Py_ssize_t q = 0; q < r; q++) {
+                seen |= (roots[q] == roots[r]);
+            }
+            if (!s->on_path && !seen &&
+                    cb->pre_capture(cb->ctx, s->node, &run.bufs[s->buf_off]) < 0) {
+                goto error;
+            }
+        }
+    }
     for (Py_ssize_t i = 0; i < run.n_slots; i++) {
         cg_slot_t *s = &run.slots[i];
         if (s->deps == 0 && s->on_path && heap_push(&run, i) < 0) {

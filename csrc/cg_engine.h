@@ -41,10 +41,11 @@ typedef struct {
     PyObject *(*add)(void *ctx, PyObject *a, PyObject *b, int a_owned);
     /* Free the saved tensors of a function node that has run (retain_graph=False). 0 / -1. */
     int (*release)(void *ctx, cg_node_t *node);
-    /* Pruned runs: run the tensor hooks (and retain_grad) of a capture target that will not
-     * execute, over its buffers, before they are captured (torch's engine does the same:
-     * Note [Capture hooks]). bufs[0 .. max(node->n_outputs, 1)) are OWNED by the engine; a
-     * hook's result replaces g (then owned = 0). 0 / -1. */
+    /* Pruned runs: run the tensor hooks (and retain_grad) of a node that received a gradient
+     * but will not execute (a capture target, before its gradient is captured, or a root on
+     * no path to a target), over its buffers, as torch's engine does (Note [Capture hooks]).
+     * bufs[0 .. max(node->n_outputs, 1)) are OWNED by the engine; a hook's result replaces g
+     * (then owned = 0). 0 / -1. */
     int (*pre_capture)(void *ctx, cg_node_t *node, cg_buf_t *bufs);
 } cg_callbacks_t;
 

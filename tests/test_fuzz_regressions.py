@@ -804,3 +804,32 @@ def test_elu_second_derivative_at_zero():
 
 def test_elu_second_derivative_at_zero_matches_torch():
     assert _elu_second_order_at_zero(cgrad) == _elu_second_order_at_zero(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A root of autograd.grad on no path to the requested inputs: torch does not run its node
+# but still calls its tensor hooks and retain_grad with the gradient it received; cgrad did
+# not call them. Fuzzer: t1 = Setup.apply(t0); t1.register_hook(...); grad(t1, [t2, t3],
+# allow_unused=True) with t2, t3 unrelated: torch called the hook, cgrad did not.
+
+
+def _off_path_root_hooks(lib):
+    calls = []
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    z = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(lambda g: calls.append(g.numpy().tolist()))
+    y.retain_grad()
+    r = lib.autograd.grad(y, [z], _f64(lib, [1.0, 1.0]), allow_unused=True)
+    x.register_hook(lambda g: calls.append(("leaf", g.numpy().tolist())))
+    r2 = lib.autograd.grad(x, [z], _f64(lib, [1.0, 1.0]), allow_unused=True)
+    return r, r2, calls, y.grad.numpy().tolist()
+
+
+def test_hooks_of_a_root_off_the_path():
+    assert _off_path_root_hooks(cgrad) == ((None,), (None,), [[1.0, 1.0],
+                                           ("leaf", [1.0, 1.0])], [1.0, 1.0])
+
+
+def test_hooks_of_a_root_off_the_path_match_torch():
+    assert _off_path_root_hooks(cgrad) == _off_path_root_hooks(_torch())
