@@ -26,6 +26,7 @@ cdef class TensorBase:
     cdef object _post_acc_hooks          # dict id -> hook, or None
     cdef object _base_t                  # the Tensor whose storage this view shares, or None
     cdef Py_ssize_t _view_ver            # version at which a view's grad_fn was (re)made
+    cdef public char _cmeta              # a view's creation meta (Note [View creation meta])
     cdef Py_ssize_t _reg                 # Note [Untracked graphs]: registry index + 1, or 0
     cdef bint _cref                      # ... held by an untracked node or tensor, ever
     cdef object __weakref__

@@ -53,6 +53,12 @@ cdef extern from "Python.h":
     unsigned long PyType_GetFlags(PyTypeObject *t)
     unsigned long Py_TPFLAGS_HEAPTYPE
 
+# A view's creation meta (TensorBase._cmeta): Note [View creation meta].
+DEF CM_DEFAULT = 0
+DEF CM_MULTI = 1
+DEF CM_NO_GRAD = 2
+DEF CM_CUSTOM = 3
+
 # --------------------------------------------------------------------------------------
 # Registered by cgrad/__init__.py (see _register): the Python pieces the engine calls.
 cdef type _tensor_cls = None      # cgrad.Tensor
@@ -428,6 +434,10 @@ cdef class TensorBase:
     @property
     def requires_grad(self):
         """True if gradients need to be computed for this Tensor."""
+        if (not self._requires_grad and self._base_t is not None
+                and self._vc.version != self._view_ver):
+            # a stale view (Note [Stale views]) requires grad when its base does, as torch
+            return (<TensorBase>self._base_t)._requires_grad
         return self._requires_grad
 
     @requires_grad.setter
@@ -476,6 +486,8 @@ cdef class TensorBase:
     @property
     def is_leaf(self):
         """True for tensors not produced by a differentiable op (grad_fn is None)."""
+        if self._base_t is not None and self._vc.version != self._view_ver:
+            _regen_view(self)           # as grad_fn (torch's is_leaf reads grad_fn)
         return self._grad_fn is None
 
     @property
@@ -551,6 +563,7 @@ cdef class TensorBase:
 
     def retain_grad(self):
         """Populate .grad for this non-leaf tensor during backward."""
+        _refresh(self)
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._grad_fn is None:
@@ -565,6 +578,7 @@ cdef class TensorBase:
 
     def register_hook(self, hook):
         """Register a hook called with the gradient of this tensor; it may return a new one."""
+        _refresh(self)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         cdef dict hooks
@@ -725,11 +739,31 @@ cdef class TensorBase:
             if not 0 <= output_nr < (n_out if n_out > 1 else 1):
                 raise IndexError(f"output_nr {output_nr} out of range for a node with "
                                  f"{n_out} output(s)")
+        cdef bint retain = _drop_retain(self)
         _track(self)
         self._grad_fn = <Node?>node
         self._output_nr = output_nr
         self._requires_grad = node is not None
         self._retains_grad = False
+        if retain and node is not None:
+            self.retain_grad()          # as torch, retain_grad follows the new history
+
+
+cdef bint _drop_retain(TensorBase t) except -1:
+    """Unregister t's retain_grad from its current node; True if it retained its grad. An
+    in-place op moves retain_grad to the tensor's new history (torch: .grad is then the
+    gradient of the modified tensor); tensor hooks stay with the old one."""
+    if not t._retains_grad or t._grad_fn is None:
+        return False
+    x = t._grad_fn._x
+    if x is not None and x.retain is not None:
+        ref = x.retain.get(t._output_nr)
+        if ref is not None and ref() is t:
+            del x.retain[t._output_nr]
+            if not x.retain:
+                x.retain = None
+    t._retains_grad = False
+    return True
 
 
 # Note [Untracked graphs]: a registered tensor leaves the registry when it is freed. Done in a
@@ -1509,13 +1543,15 @@ cdef object _apply(_FnInfo info, tuple args):
     cdef Node ctx
     cdef object pi                # Note [Typed object before a steal]
     _check_methods(info)
+    prev = cg_grad_enabled()
     for i in range(n):
         a = <object>PyTuple_GET_ITEM(args, i)
         if isinstance(a, TensorBase):
             n_tensors += 1
+            if prev:
+                _refresh(<TensorBase>a)     # a stale view may require grad now
             if (<TensorBase>a)._requires_grad:
                 any_rg = True
-    prev = cg_grad_enabled()
     is_graph = prev and any_rg
 
     if info.builtin and not is_graph:
@@ -1602,7 +1638,24 @@ cdef object _apply(_FnInfo info, tuple args):
             _convert_saved_outputs(ctx)
         _settle_node(ctx)                   # Note [Untracked graphs]
         _settle_outputs(ctx, result, multi)
+        if ctx._x is not None and ctx._x.dirty is not None:
+            _rebase_dirty_views(ctx)
     return result
+
+
+cdef void _rebase_dirty_views(Node ctx) except *:
+    """An input a custom Function marked dirty that is a view: its base is rebased onto the
+    Function's output (CopySlices), as an in-place op on a view (Note [In-place on a view])."""
+    cdef TensorBase t
+    for d in ctx._x.dirty:
+        if not isinstance(d, TensorBase):
+            continue
+        t = <TensorBase>d
+        if t._base_t is None or t._grad_fn is not ctx:
+            continue
+        t._view_ver = t._vc.version         # its history (ctx) is current, not stale
+        if _dirty_view_fn is not None:
+            _dirty_view_fn(t)
 
 
 
@@ -1990,8 +2043,14 @@ cdef object _binop(int code, object self, object other, bint reflected):
             out = _ts_ufunc(code, x, k, reflected)
         if _descr_differs(out, x):
             out = _promote_py(code, out, x, other)
+        if cg_grad_enabled():
+            _refresh(a)
         if not (a._requires_grad and cg_grad_enabled()):
             return _new_tensor(_as_array(out))
+        if code == 3 and reflected:
+            # s / a is recorded as torch records it, reciprocal(a) * s: the reciprocal is
+            # saved, not a, so an in-place op on a afterwards does not break backward
+            return _binop(2, a.reciprocal(), other, False)
         return _record_binop(info, code, out, a, None, other)
     b = <TensorBase>other
     if reflected:
@@ -2004,6 +2063,9 @@ cdef object _binop(int code, object self, object other, bint reflected):
         out = _tt_ufunc(code, x, y)
     if _descr_differs(out, x) or _descr_differs(out, y):
         out = _promote_py(code, out, x, y)
+    if cg_grad_enabled():
+        _refresh(a)
+        _refresh(b)
     if not ((a._requires_grad or b._requires_grad) and cg_grad_enabled()):
         return _new_tensor(_as_array(out))
     return _record_binop(info, code, out, a, b, None)
@@ -2022,14 +2084,16 @@ cdef object _record_binop(_FnInfo info, int code, object out, TensorBase a, Tens
         ctx._arg_pos = _ARG_POS_0
         if code == 2 or code == 3:
             ctx._aux = scalar
-        if code == 3 and info is _st_ops[3]:     # s / a saves a
-            _save(ctx, (a,))
     else:
         cg_node_alloc_edges(&ctx.c, 2)
         _set_edge(ctx, 0, a)
         _set_edge(ctx, 1, b)
-        if code == 2 or code == 3:
-            _save(ctx, (a, b))
+        # what torch saves: a * b keeps b for a's gradient and a for b's; a / b keeps b,
+        # and a for b's gradient (an in-place op on an unsaved operand is allowed)
+        if code == 2:
+            _save(ctx, (a if b._requires_grad else None, b if a._requires_grad else None))
+        elif code == 3:
+            _save(ctx, (a if b._requires_grad else None, b))
     cg_node_alloc_outputs(&ctx.c, 1)
     if _anomaly_on:
         _anomaly_record(ctx)
@@ -2054,13 +2118,91 @@ def _register_view_regen(fn):
     _regen_view_fn = fn
 
 
+cdef object _dirty_view_fn = None
+
+
+def _register_dirty_view(fn):
+    """fn(view): rebase the base of a view a custom Function marked dirty (inplace.py)."""
+    global _dirty_view_fn
+    _dirty_view_fn = fn
+
+
 cdef void _regen_view(TensorBase t) except *:
     """Note [Stale views]: a view whose storage was modified in place through its base or
     another view (its shared version moved since its grad_fn was made) gets its grad_fn
-    regenerated from the base's current history before it is used, as torch does."""
+    regenerated from the base's current history before it is used, as torch does. A view
+    torch cannot regenerate (Note [View creation meta]) raises instead, every time."""
+    if (<TensorBase>t._base_t)._requires_grad and t._cmeta != CM_DEFAULT:
+        raise _view_meta_error(t, True)
     t._view_ver = t._vc.version
     if _regen_view_fn is not None and (<TensorBase>t._base_t)._requires_grad:
         _regen_view_fn(t)
+
+
+cdef inline void _refresh(TensorBase t) except *:
+    """A stale view's history brought up to date before its requires_grad or grad_fn is
+    relied on (Note [Stale views])."""
+    if t._base_t is not None and t._vc.version != t._view_ver:
+        _regen_view(t)
+
+
+# Note [View creation meta]: torch forbids in-place ops recorded by autograd on some views,
+# and reading the history of such a view after its base was modified in place:
+# - outputs of ops returning several views (split, chunk, unbind) and their views: MULTI;
+# - views made while grad mode is off: NO_GRAD;
+# - outputs of a custom Function that are views (an input returned as is, or a view made in
+#   forward): CUSTOM (their backward is the Function's, which view+inplace would bypass).
+# A view made from a view keeps that meta (torch's propagate_creation_meta); `_cmeta` holds
+# it (0 for a plain view and for every non-view). cgrad/ops/inplace.py checks it before
+# recording an in-place op, _regen_view before regenerating a stale view's history.
+cdef dict _CM_REASON = {
+    CM_MULTI: "This view is the output of a function that returns multiple views. Such "
+              "functions do not allow the output views to be modified inplace. You should "
+              "replace the inplace operation by an out-of-place one.",
+    CM_NO_GRAD: "Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                "can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or "
+                "both outside (if you want the inplace to be tracked).",
+    CM_CUSTOM: "This view was created inside a custom Function (or because an input was "
+               "returned as-is) and the autograd logic to handle view+inplace would override "
+               "the custom backward associated with the custom Function, leading to incorrect "
+               "gradients. This behavior is forbidden. You can fix this by cloning the output "
+               "of the custom Function.",
+}
+
+
+cdef object _view_meta_error(TensorBase t, bint indirect):
+    """torch's message for an in-place op on (indirect: the base of) a view it forbids."""
+    what = ("its base or another view of its base has been modified inplace" if indirect
+            else "is being modified inplace")
+    if t._grad_fn is not None:
+        name = type(t._grad_fn).__name__
+        for suffix in ("Backward0", "Backward1", "Backward2", "Backward"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        msg = f"Output {t._output_nr} of {name} is a view and {what}."
+    else:
+        msg = f"A view was created in no_grad mode and {what} with grad mode enabled."
+    return RuntimeError(msg + " " + _CM_REASON[t._cmeta])
+
+
+def _check_view_inplace(TensorBase t not None):
+    """Raise torch's error if an in-place op recorded by autograd may not modify view t
+    (Note [View creation meta])."""
+    if t._cmeta != CM_DEFAULT:
+        raise _view_meta_error(t, False)
+
+
+def _set_multi_view(outs):
+    """Mark the outputs of an op returning several views (split, chunk, unbind)."""
+    cdef TensorBase t
+    cdef char m = CM_MULTI if cg_grad_enabled() else CM_NO_GRAD
+    for o in outs:
+        if isinstance(o, TensorBase) and (<TensorBase>o)._base_t is not None:
+            t = <TensorBase>o
+            t._cmeta = m
+    return outs
 
 
 cdef inline void _set_edge(Node ctx, Py_ssize_t k, TensorBase t) except *:
@@ -2099,6 +2241,8 @@ cdef void _view_vc(TensorBase t, tuple args) except *:
             # on the view rebase the base through CopySlices, cgrad/ops/inplace.py)
             t._base_t = src._base_t if src._base_t is not None else src
             t._view_ver = t._vc.version
+            # Note [View creation meta]: a view of a view keeps its meta
+            t._cmeta = src._cmeta if cg_grad_enabled() else CM_NO_GRAD
             _track(t)
             return
 
@@ -2148,7 +2292,7 @@ cdef int _check_dirty_returned(list dirty, tuple outs) except -1:
 
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
     cdef TensorBase t, src
-    cdef bint is_input = False, dirty = False
+    cdef bint is_input = False, dirty = False, retain = False
     if isinstance(o, TensorBase):
         src = <TensorBase>o
         for a in args:
@@ -2163,12 +2307,19 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
             if is_graph and t._grad_fn is None and t._requires_grad:
                 raise RuntimeError(
                     "a leaf Variable that requires grad has been used in an in-place operation.")
+            if is_graph and t._cmeta != CM_DEFAULT:
+                raise _view_meta_error(t, False)       # Note [View creation meta]
         elif is_input or src._grad_fn is not None or src._requires_grad:
             if type(src) is _sparse_cls:    # sparse: an alias keeps the sparse layout
                 t = <TensorBase>_sparse_alias(src)
             else:
                 t = _new_tensor(src._data)
             t._vc = src._get_vc()
+            if is_input and not (<_FnInfo>ctx._fn).builtin and type(src) is not _sparse_cls:
+                # an input returned as is: a view of it, as torch
+                t._base_t = src._base_t if src._base_t is not None else src
+                t._view_ver = t._vc.version
+                _track(t)
         else:
             t = src
     elif cnp.PyArray_Check(o) or isinstance(o, np.generic):
@@ -2177,6 +2328,9 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
             _view_vc(t, args)
     else:
         return o        # non-tensor output: returned unchanged
+    if not dirty and t._base_t is not None and not (<_FnInfo>ctx._fn).builtin:
+        # Note [View creation meta]: a view returned by a custom Function
+        t._cmeta = CM_CUSTOM
     if is_graph:
         _set_meta(&ctx.c, i, t._data)
         if _is_float(t._data) and not (
@@ -2184,10 +2338,13 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
                 and any(d is o for d in ctx._x.non_diff)):
             if dirty:
                 _track(t)               # else _settle_outputs decides (Note [Untracked graphs])
+                retain = _drop_retain(t)
             t._grad_fn = ctx
             t._output_nr = i
             t._requires_grad = True
             t._retains_grad = False
+            if dirty and retain:
+                t.retain_grad()
         elif dirty:
             t._grad_fn = None
             t._requires_grad = False
@@ -2219,6 +2376,32 @@ cdef void _convert_saved_outputs(Node ctx) except *:
         PyObject_GC_UnTrack(saved)      # see Note [Saved tuple]
         ctx._saved = saved
 
+
+
+def _bind_saved_output(Node node not None, TensorBase out not None, TensorBase target not None):
+    """Note [In-place saved outputs]: an in-place op is recorded as its out-of-place op on a
+    copy (cgrad/ops/inplace.py), whose node may save its output `out`; torch's in-place node
+    saves `target` itself, so that a later in-place change of target makes backward raise.
+    Point every saved record of `out` at target's data and version counter, expecting the
+    version target has now."""
+    cdef Py_ssize_t i, n
+    cdef _SavedOutput so
+    if not node._has_saved or node._released or type(node._saved) is not tuple:
+        return
+    saved = <tuple>node._saved
+    n = len(saved)
+    vc = target._get_vc()
+    for i in range(n):
+        obj = saved[i]
+        if type(obj) is _SavedOutput:
+            so = <_SavedOutput>obj
+            if so.data is out._data and so.output_nr == out._output_nr:
+                so.data = target._data
+                so.vc = vc
+                x = node._extra()
+                if x.saved_vers is None:
+                    x.saved_vers = [0] * n
+                x.saved_vers[i] = vc.version
 
 
 # -- Note [Untracked graphs]: which nodes become CLEAN ------------------------------------
@@ -2494,6 +2677,15 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if x is not None and (x.tensor_pre is not None or x.retain is not None
                           or x.pre_hooks is not None):
         grads = (node,) + _run_pre_hooks(x, grads[1:])
+    if node._fn is not None and (<_FnInfo>node._fn).builtin:
+        # torch's built-in nodes pass "no gradient" on: when none arrived (a custom backward
+        # returned None for this path), nothing is sent, not zeros (custom Functions still
+        # get materialized zeros, as in torch)
+        for i in range(n_out):
+            if grads[i + 1] is not None:
+                break
+        else:
+            return 0
     if node._materialize:
         for i in range(n_out):
             if grads[i + 1] is None and c.meta[i].ndim >= 0:
@@ -2886,10 +3078,10 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
 # x * 2, which torch wraps in a tensor; index arrays, masks), in `ctx._aux`: such an op
 # declares `_cg_saves = True`, and the node is marked released and its `_aux` dropped as
 # well (kept, while other runs are active: one of them, in another thread or around a nested
-# backward, may be inside this node's backward and about to read it). A released
-# built-in node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would read
-# what was freed, as torch's nodes do; a custom Function raises only when its backward reads
-# ctx.saved_tensors (torch's behaviour for custom Functions). Ops that save nothing (add,
+# backward, may be inside this node's backward and about to read it). A released built-in
+# node refuses to run again (_cb_apply, Node.__call__), whether or not its backward would
+# read what was freed, as torch's nodes do; a custom Function raises only when its backward
+# reads ctx.saved_tensors (torch's behaviour for custom Functions). Ops that save nothing (add,
 # views, sum, cat, ...) run again as in torch. None of this is on the forward path.
 cdef int _cb_release(void *state, cg_node_t *c) except -1:
     cdef Node node = <Node>c.self
@@ -2980,6 +3172,7 @@ def _roots_ready(list tensors, list grads):
 
 
 cdef tuple _root_of(TensorBase t, Py_ssize_t i):
+    _refresh(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
@@ -3016,6 +3209,7 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
         m = len(inputs)
         for i in range(m):
             t = <TensorBase?>inputs[i]
+            _refresh(<TensorBase>t)
             if not (<TensorBase>t)._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             targets_info.append(_root_of(<TensorBase>t, i))

@@ -403,12 +403,16 @@ class Tensor(_C.TensorBase):
 
     def expand(self, *args, size=None, implicit=False):
         shape = _sizes(args, size, "expand", "size")
-        if tuple(shape) == self._data.shape:
-            return self
-        return _ops.Expand.apply(self, tuple(shape))
+        return _ops.Expand.apply(self, tuple(shape))      # a new view even for the same shape
 
     def expand_as(self, other):
         return self.expand(other.shape)
+
+    def _expand_to(self, shape):
+        """expand for cgrad's own code (backward formulas, broadcast_tensors): self when it
+        already has that shape, as before torch's always-a-new-view expand was followed."""
+        shape = tuple(shape)
+        return self if self._data.shape == shape else _ops.Expand.apply(self, shape)
 
     def unsqueeze(self, dim):
         return _ops.Unsqueeze.apply(self, dim)
@@ -519,7 +523,8 @@ class Tensor(_C.TensorBase):
         return _inplace.apply_inplace(
             self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
                                             casting="unsafe"),
-            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False)
+            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False,
+            overlap_check=False)          # torch does not check masked_fill_'s value
 
     def __setitem__(self, idx, value):
         _inplace.setitem(self, idx, value)

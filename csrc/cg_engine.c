@@ -596,6 +596,16 @@ int cg_engine_run(cg_node_t **roots, const Py_ssize_t *root_nrs, PyObject **root
             goto error;
         }
     }
+    if (pruned && n_roots == 1) {
+        /* Note [Capture hooks]: a lone root on no path to a target does not run, but its
+         * tensor hooks (and retain_grad) see the gradient it received, as in torch (whose
+         * graph task then starts at that node; with several roots it starts at a dummy
+         * node that passes nothing to nodes that need not run, and no hook is called). */
+        cg_slot_t *s = &run.slots[slot_of(&run, roots[0])];
+        if (!s->on_path && cb->hooks(cb->ctx, s->node, &run.bufs[s->buf_off]) < 0) {
+            goto error;
+        }
+    }
     for (Py_ssize_t i = 0; i < run.n_slots; i++) {
         cg_slot_t *s = &run.slots[i];
         if (s->deps == 0 && s->on_path && heap_push(&run, i) < 0) {

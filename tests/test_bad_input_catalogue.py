@@ -680,11 +680,7 @@ E("Tensor.add_", "r = T.ones(3, requires_grad=True)[0:2].add_(1)", RuntimeError,
   "a view of a leaf Variable that requires grad is being used in an in-place operation.")
 E("Tensor.add_", "r = T.ones(3, requires_grad=True).view(3).add_(1)", RuntimeError,
   "a view of a leaf Variable that requires grad is being used in an in-place operation.")
-A("Tensor.add_", "x = T.ones(3); v = x[0]; v.add_(1); r = x", "tensor(float32, [3], [1, 1, 1])",
-  torch=(None, "tensor(float32, [3], [2, 1, 1])"),
-  why="BUG, not fixed here: x[i] with integer indices that select one element returns a copy "
-      "(NumPy returns a scalar), not a view, so in-place ops on it do not reach x (slices and "
-      "other views do)")
+A("Tensor.add_", "x = T.ones(3); v = x[0]; v.add_(1); r = x", "tensor(float32, [3], [2, 1, 1])")
 E("Tensor.normal_", "r = T.ones(3, dtype=T.int64).normal_()", NotImplementedError,
   "\"normal_kernel_cpu\" not implemented for 'Long'")
 E("Tensor.uniform_", "r = T.ones(3, dtype=T.int64).uniform_()", NotImplementedError,

@@ -170,10 +170,15 @@ def once_differentiable(fn):
         if not inputs:
             return outputs
         tup = outputs if isinstance(outputs, tuple) else (outputs,)
-        idx = [i for i, o in enumerate(tup) if isinstance(o, _C.TensorBase)]
+        idx = [i for i, o in enumerate(tup) if isinstance(o, _C.TensorBase)
+               and o.dtype.kind == "f"]
         if not idx:
             return outputs
-        delayed = _DelayedError.apply(_ONCE_MSG, len(idx), *inputs, *[tup[i] for i in idx])
+        # As torch, the error node hangs off detached copies that require grad, not off the
+        # real graph: a backward() through the results reaches it and raises, but grad()
+        # w.r.t. the real inputs never runs it (its inputs are on no path to them)
+        fakes = [tup[i].detach().requires_grad_() for i in idx]
+        delayed = _DelayedError.apply(_ONCE_MSG, len(idx), *fakes)
         if not isinstance(delayed, tuple):
             delayed = (delayed,)
         res = list(tup)

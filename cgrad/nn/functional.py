@@ -523,7 +523,7 @@ def _masked(s, p):
         return s
     if isinstance(s, TensorBase):
         return mask_fill(s, ~p.mask) if s.dim() else mask_fill(
-            s.expand(p.mask.shape), ~p.mask)
+            s._expand_to(p.mask.shape), ~p.mask)
     return np.where(p.mask, s, 0).astype(np.result_type(s), copy=False)
 
 
@@ -1585,6 +1585,7 @@ def _inplace_apply(input, compute):
     from cgrad.ops import inplace as _inplace
     if _inplace.needs_record(input):
         return _inplace.record(input, compute, saves_self=True)
+    _inplace.check_overlap(input)
     out = compute(input)
     input._data[...] = out._data
     input._bump_version()

@@ -161,8 +161,9 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
+        if ctx is not None:          # as torch: b for a's gradient, a for b's
+            na, nb = ctx.needs_input_grad
+            ctx.save_for_backward(a if nb else None, b if na else None)
         x, y = a._data, b._data
         out = x * y
         return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
@@ -198,8 +199,8 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
+        if ctx is not None:          # as torch: b always, a only for b's gradient
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         x, y = a._data, b._data
         out = x / y
         if out.dtype is not x.dtype or out.dtype is not y.dtype:
@@ -329,26 +330,32 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** b (tensors).  d/da = g * b * a**(b-1), d/db = g * a**b * log(a)."""
+    """a ** b (tensors).  d/da = g * b * a**(b-1), d/db = g * out * log(a).
+
+    As torch's PowBackward1, it saves the result too, so an in-place op on the result makes
+    backward raise."""
     _node_name = "PowBackward1"
 
     @staticmethod
     def forward(ctx, a, b):
-        if ctx is not None:
-            ctx.save_for_backward(a, b)
         x, y = a._data, b._data
         out = _power(x, y)
-        return out if out.dtype is x.dtype and out.dtype is y.dtype else promote(out, x, y)
+        if out.dtype is not x.dtype or out.dtype is not y.dtype:
+            out = promote(out, x, y)
+        if ctx is not None:
+            out = _wrap(out)
+            ctx.save_for_backward(a, b, out)
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, b, out = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
         ga = g * b * a ** (b - 1) if na else None
         gb = None
         if nb:
             # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
-            gb = g * (a ** b) * _safe_log(a, b)
+            gb = g * out * _safe_log(a, b)
         return ga, gb
 
 
@@ -406,7 +413,7 @@ class RPow(Function):
             out = promote(out, x, s)
         if ctx is not None:
             out = _wrap(out)
-            ctx.save_for_backward(out, a if s == 0 else None)
+            ctx.save_for_backward(out, a)      # torch's PowBackward2 saves both
             ctx._aux = s
         return out
 

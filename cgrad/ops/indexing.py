@@ -202,8 +202,8 @@ class IndexAdd(Function):
         arr, s = a._data, src._data
         if ctx is not None:
             ctx._aux = (dim, s.shape, alpha)
-            if ctx.needs_input_grad[3]:     # as torch: the index only for src's gradient
-                ctx.save_for_backward(_wrap(idx))
+            if ctx.needs_input_grad[3]:     # as torch: index and source for source's gradient
+                ctx.save_for_backward(_wrap(idx), src)
         out = np.array(arr, copy=True, order="C").reshape(arr.shape if arr.ndim else (1,))
         if alpha != 1:
             s = s * alpha
@@ -281,6 +281,7 @@ class Gather(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = (arr.shape, dim, idx)
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         if arr.ndim == 0 or idx.ndim == 0:
             return _as_1d(arr)[idx]
         src = _block(arr, tuple(
@@ -290,6 +291,7 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, g):
         shape, dim, idx = ctx._aux
+        ctx.saved_tensors
         return _ScatterAddZeros.apply(g, shape, dim, idx), None, None
 
 
@@ -380,7 +382,7 @@ def take_along_dim(input, indices, dim=None):
     ta, ti = list(b), list(b)
     ta[d], ti[d] = arr.shape[d], idx.shape[d]
     if tuple(ta) != arr.shape:
-        input = input.expand(tuple(ta))
+        input = input._expand_to(tuple(ta))
     if tuple(ti) != idx.shape:
         idx = np.broadcast_to(idx, tuple(ti))
     return gather(input, d, idx)
@@ -619,10 +621,12 @@ class MaskedSelect(Function):
         m = np.broadcast_to(mask, shape)
         if ctx is not None:
             ctx._aux = m
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         return np.broadcast_to(arr, shape)[m]
 
     @staticmethod
     def backward(ctx, g):
+        ctx.saved_tensors
         return _MaskedScatterZeros.apply(g, ctx._aux), None
 
 
@@ -664,11 +668,13 @@ class Take(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = (arr.shape, idx)
+            ctx.save_for_backward(a)    # only for the version check, as torch saves self
         return np.take(arr, idx)
 
     @staticmethod
     def backward(ctx, g):
         shape, idx = ctx._aux
+        ctx.saved_tensors
         return _PutZeros.apply(g, shape, idx), None
 
 

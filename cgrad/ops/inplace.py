@@ -35,7 +35,14 @@ grad raises torch's error; a view whose elements overlap (expand) raises torch's
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+
+try:
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:     # NumPy < 2
+    from numpy import byte_bounds as _byte_bounds
 
 from cgrad import _C
 from cgrad._C import _wrap
@@ -76,6 +83,60 @@ def check_leaf(self):
         raise RuntimeError(_LEAF_MSG)
 
 
+_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.")
+
+
+def check_overlap(self):
+    """torch's check before writing into a tensor in place: none of its elements may share
+    memory with another (an expanded view). NumPy would raise ValueError (read-only)."""
+    a = self._data
+    if not a.flags.writeable:
+        for n, st in zip(a.shape, a.strides):
+            if st == 0 and n > 1:
+                raise RuntimeError(_OVERLAP_MSG)
+
+
+_PARTIAL_MSG = ("unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+
+
+def _dense(a):
+    """torch's is_non_overlapping_and_dense: the elements fill a block with no gap and no
+    repeat, in some order of the dimensions."""
+    dims = sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1)
+    expect = a.itemsize
+    for st, n in dims:
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def check_partial_overlap(self, *others):
+    """torch's check before an in-place op reads `others` while writing self: an operand
+    may share memory with self only as the very same layout (x.add_(x)), not in part
+    (x[1:].add_(x[:-1])); layouts it cannot judge (gaps, repeats) pass, as in torch."""
+    for o in others:
+        if isinstance(o, _C.TensorBase) and o is not self and _partial(self._data, o._data):
+            raise RuntimeError(_PARTIAL_MSG)
+
+
+def _partial(a, b):
+    """torch's get_overlap_status(a, b) == Partial, for arrays a and b."""
+    if not a.size or not b.size or not np.may_share_memory(a, b):
+        return False
+    if not (_dense(a) and _dense(b)):
+        return False            # too hard to tell: allowed
+    la, ha = _byte_bounds(a)
+    lb, hb = _byte_bounds(b)
+    if la == lb and ha == hb:
+        return a.strides != b.strides
+    return la < hb and lb < ha
+
+
 def check_cast(self, out_dtype):
     dt = self._data.dtype
     if out_dtype != dt and not np.can_cast(out_dtype, dt, "same_kind"):
@@ -84,8 +145,13 @@ def check_cast(self, out_dtype):
 
 
 def _check_view(self):
+    """A view op's output that is not registered as a view (_base is None) but whose memory
+    another array holds: an in-place op would change that array behind autograd's back.
+    An output that only looks like a view (einsum's result is a view of a temporary nobody
+    else holds: the base's only references are this array's and the call's) is fine."""
     gf = self.grad_fn
-    if gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None:
+    if (gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None
+            and sys.getrefcount(self._data.base) > 2):
         raise NotImplementedError(
             f"in-place operation on a view ({type(gf).__name__}) of a tensor that requires "
             "grad is not supported by cgrad yet (torch rebases the base with CopySlices); "
@@ -124,12 +190,17 @@ def _record_on_view(self, compute, saves_self):
             "in-place operation on a view of a non-contiguous tensor that requires grad is not "
             "supported by cgrad yet; call .clone() on the view first")
     if idx.size != np.unique(idx).size:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a "
-            "single memory location. Please clone() the tensor before performing the "
-            "operation.")
+        raise RuntimeError(_OVERLAP_MSG)
+    balias = _wrap(bd)
+    if base.grad_fn is not None or base.requires_grad:
+        balias._set_grad_fn(base.grad_fn, base.output_nr)
     src = _wrap(vd.copy() if saves_self else vd)
-    if self.grad_fn is not None or self.requires_grad:
+    if balias.grad_fn is not None:
+        # The op reads the view's values as a gather from the base's history, not through
+        # the view's own node: torch's CopySlices applies the op's backward to a slice of the
+        # base's gradient, so the view's old node (and its hooks) is no longer on any path.
+        src._set_grad_fn(AsStridedView.apply(balias, idx).grad_fn, 0)
+    elif self.grad_fn is not None or self.requires_grad:
         src._set_grad_fn(self.grad_fn, self.output_nr)
     out = compute(src)
     od = out._data
@@ -138,14 +209,13 @@ def _record_on_view(self, compute, saves_self):
             f"output with shape {list(vd.shape)} doesn't match the broadcast shape "
             f"{list(od.shape)}")
     check_cast(self, od.dtype)
-    balias = _wrap(bd)
-    if base.grad_fn is not None or base.requires_grad:
-        balias._set_grad_fn(base.grad_fn, base.output_nr)
     if out.grad_fn is not None and od.dtype != bd.dtype:
         out = out.to(bd.dtype)
     newb = CopySlicesFlat.apply(balias, idx, out)
     np.copyto(bd, newb._data, casting="unsafe")        # the view sees it: shared storage
     base._bump_version()                               # shared counter: bumps the view too
+    if out.grad_fn is not None:
+        _C._bind_saved_output(out.grad_fn, out, self)    # Note [In-place saved outputs]
     if newb.grad_fn is not None:
         base._set_grad_fn(newb.grad_fn, newb.output_nr)
         regen = AsStridedView.apply(base, idx)
@@ -169,10 +239,41 @@ def _regenerate_view(view):
 _C._register_view_regen(_regenerate_view)
 
 
+def _rebase_dirty_view(view):
+    """A custom Function marked a view dirty (its forward modified it in place): the
+    Function's output, whose node is now view.grad_fn, holds the view's new values; the base
+    gets a CopySlices node with them and the view is regenerated from it, as torch."""
+    base = view._base
+    if base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    bd, vd = base._data, view._data
+    idx = _view_index(bd, vd)
+    if idx is None:
+        raise NotImplementedError(
+            "mark_dirty on a view of a non-contiguous tensor that requires grad is not "
+            "supported by cgrad yet; call .clone() on the view first")
+    out = _wrap(vd)
+    out._set_grad_fn(view.grad_fn, view.output_nr)
+    balias = _wrap(bd)
+    if base.grad_fn is not None or base.requires_grad:
+        balias._set_grad_fn(base.grad_fn, base.output_nr)
+    newb = CopySlicesFlat.apply(balias, idx, out)
+    base._set_grad_fn(newb.grad_fn, newb.output_nr)
+    regen = AsStridedView.apply(base, idx)
+    view._set_grad_fn(regen.grad_fn, 0)
+    view._sync_view_version()
+
+
+_C._register_dirty_view(_rebase_dirty_view)
+
+
 def record(self, compute, saves_self):
     """Run compute(src) out of place with autograd and rebase self onto its result.
 
     See Note [In-place rebase]."""
+    if self._cmeta:
+        _C._check_view_inplace(self)    # Note [View creation meta] in _C.pyx
     check_leaf(self)
     if self._base is not None:
         return _record_on_view(self, compute, saves_self)
@@ -193,14 +294,18 @@ def record(self, compute, saves_self):
     self._bump_version()
     if out.grad_fn is not None:
         self._set_grad_fn(out.grad_fn, out.output_nr)
+        _C._bind_saved_output(out.grad_fn, out, self)    # Note [In-place saved outputs]
     return self
 
 
-def apply_inplace(self, fn, others, compute, saves_self):
+def apply_inplace(self, fn, others, compute, saves_self, overlap_check=True):
     """An in-place op: `fn(arr, *raw_others)` writes into arr when nothing is recorded,
     `compute(src)` builds the out-of-place result when autograd records it."""
+    if overlap_check:
+        check_partial_overlap(self, *others)
     if needs_record(self, *others):
         return record(self, compute, saves_self)
+    check_overlap(self)
     raw = [o._data if isinstance(o, _C.TensorBase) else o for o in others]
     fn(self._data, *raw)
     self._bump_version()
@@ -489,6 +594,28 @@ def setitem(self, idx, value):
     nidx = _np_index(idx)
     if isinstance(value, np.ndarray):
         value = _wrap(value)
+    if isinstance(value, _C.TensorBase) and np.may_share_memory(self._data, value._data):
+        # as torch: a basic index copies the value, without its leading size-1 dims and
+        # expanded, into the region; an advanced one is index_put_ (the whole tensor
+        # against the value)
+        v = value._data
+        if _is_basic(idx):
+            region = self._data[nidx + (Ellipsis,) if isinstance(nidx, tuple) and
+                                Ellipsis not in nidx else nidx]
+            if v.ndim == 0:
+                v = None                    # torch fills the region: nothing to check
+            elif v.shape != region.shape:
+                k = 0
+                while k < v.ndim and v.shape[k] == 1:
+                    k += 1
+                try:
+                    v = np.broadcast_to(v.reshape(v.shape[k:]), region.shape)
+                except ValueError:
+                    v = None            # the assignment itself reports the shapes
+        else:
+            region = self._data
+        if v is not None and _partial(region, v):
+            raise RuntimeError(_PARTIAL_MSG)
     if needs_record(self, value):
         cls = CopySlices if _is_basic(idx) else IndexPut
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:

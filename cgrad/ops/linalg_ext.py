@@ -474,7 +474,7 @@ def _einsum_grad(g, ops, shapes, subs, out, k):
     # gradient is constant along them (a broadcast view)
     target = tuple(shape[sub.index(c)] if f == 1 else f for c, f in zip(uniq, full))
     if target != full:
-        gk = gk.expand(target)
+        gk = gk._expand_to(target)
     if len(uniq) != len(sub):
         gk = DiagScatter.apply(gk, sub, uniq)
     return gk

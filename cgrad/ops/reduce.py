@@ -68,7 +68,7 @@ class Sum(Function):
         shape, dims, keepdim = ctx._aux
         if not keepdim and shape != g._data.shape:
             g = g.reshape(_keep_shape(shape, dims))
-        return g.expand(shape), None, None, None
+        return g._expand_to(shape), None, None, None
 
 
 class Mean(Function):
@@ -93,7 +93,7 @@ class Mean(Function):
         shape, dims, keepdim, n = ctx._aux
         if not keepdim and shape != g._data.shape:
             g = g.reshape(_keep_shape(shape, dims))
-        return (g / n).expand(shape), None, None, None
+        return (g / n)._expand_to(shape), None, None, None
 
 
 class SumDim(Sum):
@@ -124,7 +124,7 @@ class SumTo(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.expand(ctx._aux), None
+        return g._expand_to(ctx._aux), None
 
 
 def _sum_to_array(arr, shape):

@@ -944,7 +944,7 @@ def _cumprod_grad_first_zero(x, out, g, axis):
     q = Cumprod.apply(_mask_fill(x, pos <= k, 1.0), axis)
     s = _mask_fill(g * q, pos < k, 0.0).sum(axis, keepdim=True)
     prev = Prod.apply(_mask_fill(x, pos >= k, 1.0), (axis,), True)
-    b_part = _mask_fill((prev * s).expand(arr.shape), ~at, 0.0)
+    b_part = _mask_fill((prev * s)._expand_to(arr.shape), ~at, 0.0)
     return a_part + b_part
 
 
@@ -955,7 +955,7 @@ def _cumprod_grad_table(x, g, axis):
     shape = arr.shape[:axis] + (n,) + arr.shape[axis:]       # new axis `axis` is i
     ii = np.arange(n).reshape([n if d == axis else 1 for d in range(len(shape))])
     jj = np.arange(n).reshape([n if d == axis + 1 else 1 for d in range(len(shape))])
-    xt = _mask_fill(x.unsqueeze(axis).expand(shape), ii == jj, 1.0)
+    xt = _mask_fill(x.unsqueeze(axis)._expand_to(shape), ii == jj, 1.0)
     table = Cumprod.apply(xt, axis + 1)
     terms = _mask_fill(g.unsqueeze(axis) * table, jj < ii, 0.0)
     return terms.sum(axis + 1)
@@ -995,7 +995,7 @@ class Nansum(Function):
         (x,) = ctx.saved_tensors
         dims, keepdim = ctx._aux
         arr = x._data
-        g = _restore(g, arr.shape, dims, keepdim).expand(arr.shape)
+        g = _restore(g, arr.shape, dims, keepdim)._expand_to(arr.shape)
         return _mask_fill(g, np.isnan(arr), 0.0), None, None
 
 

@@ -129,12 +129,19 @@ class Expand(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = arr.shape
+        out = None
         if -1 not in shape:
             try:
-                return np.broadcast_to(arr, shape)
+                out = np.broadcast_to(arr, shape)
             except (ValueError, TypeError):
                 pass                 # torch's message, or a shape with -1 or odd entries
-        return np.broadcast_to(arr, _expand_shape(arr, shape))
+        if out is None:
+            out = np.broadcast_to(arr, _expand_shape(arr, shape))
+        if out.size == arr.size:
+            # nothing repeated (size-1 dims added or kept): an ordinary view, writable as in
+            # torch (broadcast_to is always read-only)
+            out = arr.reshape(out.shape)
+        return out
 
     @staticmethod
     def backward(ctx, g):
@@ -203,7 +210,7 @@ def _torch_index_error(e):
 
 def _getitem(arr, idx):
     try:
-        return arr[idx]
+        out = arr[idx]
     except IndexError as e:
         if arr.ndim == 0 and type(idx) is int:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
@@ -212,6 +219,10 @@ def _getitem(arr, idx):
         if arr.ndim == 0 and type(idx) is slice:
             raise IndexError("slice() cannot be applied to a 0-dim tensor.") from None
         raise _torch_index_error(e) from None
+    if type(out) is not np.ndarray and isinstance(out, np.generic):
+        # an integer in every dimension: NumPy returns a scalar (a copy); torch a 0-d view
+        out = arr[(idx if type(idx) is tuple else (idx,)) + (Ellipsis,)]
+    return out
 
 
 class _TorchIndex:

@@ -531,7 +531,7 @@ def broadcast_tensors(*tensors):
     for t in tensors:
         if t._data.shape != shape:
             shape = tuple(_broadcast_shape(shape, t._data.shape))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t._expand_to(shape) for t in tensors)   # as torch: t itself when no expand
 
 
 def meshgrid(*tensors, indexing=None):
@@ -687,8 +687,8 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {d}), but got split_sizes={list(sizes)}")
-        return SplitWithSizes.apply(tensor, sizes, d)
-    return Split.apply(tensor, _split_sizes(n, operator.index(s)), d)
+        return _C._set_multi_view(SplitWithSizes.apply(tensor, sizes, d))
+    return _C._set_multi_view(Split.apply(tensor, _split_sizes(n, operator.index(s)), d))
 
 
 def _split_method(self, split_size, dim=0):
@@ -708,8 +708,8 @@ def chunk(input, chunks, dim=0):
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = arr.shape[d]
     if n == 0:                       # torch: `chunks` empty pieces
-        return Split.apply(input, (0,) * chunks, d)
-    return Split.apply(input, _split_sizes(n, -(-n // chunks)), d)
+        return _C._set_multi_view(Split.apply(input, (0,) * chunks, d))
+    return _C._set_multi_view(Split.apply(input, _split_sizes(n, -(-n // chunks)), d))
 
 
 class Unbind(Function):
@@ -722,7 +722,7 @@ class Unbind(Function):
         if ctx is not None:
             ctx._aux = dim
         pre = (_FULL,) * dim
-        return tuple(arr[pre + (i,)] for i in range(arr.shape[dim]))
+        return tuple(arr[pre + (i, Ellipsis)] for i in range(arr.shape[dim]))   # views
 
     @staticmethod
     def backward(ctx, *grads):
@@ -734,7 +734,7 @@ def unbind(input, dim=0):
     arr = input._data
     if arr.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    return Unbind.apply(input, _dim(dim, arr.ndim))
+    return _C._set_multi_view(Unbind.apply(input, _dim(dim, arr.ndim)))
 
 
 # ----------------------------------------------------------------------------------------

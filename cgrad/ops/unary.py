@@ -586,9 +586,11 @@ class EluBackward(Function):
         ng, na = ctx.needs_input_grad[:2]
         ga = None
         if na:
-            # d/da of g * scale * alpha * exp(a) on the left branch; 0 on the right
+            # d/da of g * scale * alpha * exp(a) on the left branch; 0 on the right, and at
+            # a == 0 itself, as torch's elu_double_backward (mask a < 0, although the first
+            # derivative takes the left branch at 0)
             e = ClampScalar.apply(a, None, 0.0).exp() * (alpha * scale)
-            ga = mask_where(a._data <= 0, gg * g * e)
+            ga = mask_where(a._data < 0, gg * g * e)
         return (EluBackward.apply(gg, a, alpha, scale) if ng else None), ga, None, None
 
 
@@ -979,8 +981,10 @@ def _inplace_method(fn, saves_self=True):
     from cgrad.ops import inplace as _inplace
 
     def method(self, *args, **kwargs):
+        _inplace.check_partial_overlap(self, *args, *kwargs.values())
         if _inplace.needs_record(self, *args, *kwargs.values()):
             return _inplace.record(self, lambda src: fn(src, *args, **kwargs), saves_self)
+        _inplace.check_overlap(self)
         out = fn(self, *args, **kwargs)
         _inplace.check_cast(self, out._data.dtype)
         np.copyto(self._data, out._data, casting="unsafe")

@@ -323,9 +323,9 @@ class _SumAll(Function):
     def backward(ctx, g):
         pattern, dense_grad = ctx._aux
         if dense_grad:          # Tensor.sum() of a sparse tensor: a dense gradient (torch)
-            return g.expand(pattern.shape), None
+            return g._expand_to(pattern.shape), None
         cp = pattern.coalesced()[0]
-        return _SparseCoo.apply(cp, g.expand((cp.nnz,)), True), None
+        return _SparseCoo.apply(cp, g._expand_to((cp.nnz,)), True), None
 
 
 class _SumAllDims(_SumAll):

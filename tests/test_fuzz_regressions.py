@@ -1,0 +1,947 @@
+"""Regression tests for bugs found by the differential fuzzer (tests/test_fuzz.py), each
+shrunk to a minimal example. Each test says what was wrong; the expected values are torch
+2.13's (checked against torch where it is importable)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import cgrad
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _f64(lib, data, requires_grad=False):
+    return lib.tensor(np.asarray(data, dtype=np.float64), dtype=lib.float64,
+                      requires_grad=requires_grad)
+
+
+# --------------------------------------------------------------------------------------
+# A 0-d result of integer indexing, select() or unbind() was a copy, not a view: NumPy
+# returns a scalar for `arr[i]` on a 1-D array. An in-place op on the base then did not show
+# in it (fuzzer: `t5 = t3.select(0, -3); t3 -= 1.5`, t5 kept its old value).
+
+
+def _zero_d_views(lib):
+    y = _f64(lib, [1.0, 2.0, 3.0])
+    z = _f64(lib, [[1.0, 2.0], [3.0, 4.0]])
+    views = [y.select(0, 1), y[2], y[-1], y.unbind(0)[0], z[1, 0], z[1][1], list(y)[0]]
+    y.mul_(10)
+    z.mul_(10)
+    return [float(v.item()) for v in views], [v._version for v in views]
+
+
+def test_zero_d_index_select_unbind_are_views():
+    vals, versions = _zero_d_views(cgrad)
+    assert vals == [20.0, 30.0, 30.0, 10.0, 30.0, 40.0, 10.0]
+    assert versions == [1] * 7
+
+
+def test_zero_d_views_match_torch():
+    assert _zero_d_views(cgrad) == _zero_d_views(_torch())
+
+
+def _zero_d_view_inplace_grad(lib):
+    x = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[1]
+    v.mul_(x[0])             # in place on a 0-d view: rebases y
+    w = y.select(0, 2)
+    y[2] += 5                # w sees it and its history is regenerated
+    out = (y * y).sum() + w * 3 + v * v
+    out.backward()
+    return float(out.item()), float(w.item()), x.grad.numpy().tolist()
+
+
+def test_zero_d_view_inplace_gradients():
+    assert _zero_d_view_inplace_grad(cgrad) == (97.0, 8.0, [18.0, 8.0, 19.0])
+
+
+def test_zero_d_view_inplace_gradients_match_torch():
+    assert _zero_d_view_inplace_grad(cgrad) == _zero_d_view_inplace_grad(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# Saved tensors: an in-place op on a tensor that torch's node does not save is allowed, and
+# one on a tensor it does save makes backward raise. cgrad saved differently:
+# - a * b and a / b saved both operands even when only one required grad (torch keeps b for
+#   a's gradient and a for b's; a / b keeps b, and a only for b's gradient), and the same
+#   through outer() and einsum() (one einsum operand saves nothing);
+# - s / a saved a (torch records reciprocal(a) * s and saves the reciprocal);
+# - a ** b (tensors) did not save the result and s ** a did not save a (torch saves both);
+# - gather/take/take_along_dim/masked_select did not save self and index_add did not save
+#   source (torch does, for their shapes), so an in-place op on them went unnoticed.
+# Fuzzer: `t6 = pow(t5, t5); t14 = t6.unsqueeze(-1); t14.mul_(1.5)`, then backward: torch
+# raises "modified by an inplace operation", cgrad returned gradients.
+
+_IDX = np.array([0, 2])
+_MASK = np.array([True, False, True])
+
+_SAVE_OPS = {
+    "mul": lambda L, a, b: a * b,
+    "div": lambda L, a, b: a / b,
+    "rdiv": lambda L, a, b: 2.0 / a,
+    "pow": lambda L, a, b: a ** b,
+    "rpow": lambda L, a, b: 2.0 ** a,
+    "pow_scalar": lambda L, a, b: a ** 2.5,
+    "outer": lambda L, a, b: L.outer(a, b),
+    "einsum_mul": lambda L, a, b: L.einsum("i,i->i", a, b),
+    "einsum_dot": lambda L, a, b: L.einsum("i,i->", a, b),
+    "einsum_one": lambda L, a, b: L.einsum("i->", a),
+    "gather": lambda L, a, b: a.gather(0, L.tensor(_IDX)),
+    "take": lambda L, a, b: a.take(L.tensor(_IDX)),
+    "take_along_dim": lambda L, a, b: L.take_along_dim(a, L.tensor(_IDX), 0),
+    "masked_select": lambda L, a, b: a.masked_select(L.tensor(_MASK)),
+    "index_add": lambda L, a, b: a.index_add(0, L.tensor(np.array([0, 0, 1])), b),
+}
+
+# (op, which inputs require grad, what is modified in place) -> backward raises
+_SAVE_EXPECT = {
+    ("mul", (True, False), "a"): False, ("mul", (True, False), "b"): True,
+    ("mul", (False, True), "a"): True, ("mul", (False, True), "b"): False,
+    ("div", (True, False), "a"): False, ("div", (True, False), "b"): True,
+    ("div", (False, True), "a"): True, ("div", (True, True), "out"): False,
+    ("rdiv", (True, True), "a"): False, ("rdiv", (True, True), "out"): False,
+    ("pow", (True, True), "out"): True, ("pow", (True, False), "out"): True,
+    ("rpow", (True, True), "a"): True, ("rpow", (True, True), "out"): True,
+    ("pow_scalar", (True, True), "a"): True, ("pow_scalar", (True, True), "out"): False,
+    ("outer", (True, False), "a"): False, ("outer", (True, False), "b"): True,
+    ("einsum_mul", (True, False), "a"): False, ("einsum_mul", (False, True), "a"): True,
+    ("einsum_dot", (False, True), "b"): False, ("einsum_one", (True, True), "a"): False,
+    ("gather", (True, True), "a"): True, ("take", (True, True), "a"): True,
+    ("take_along_dim", (True, True), "a"): True, ("masked_select", (True, True), "a"): True,
+    ("index_add", (True, True), "b"): True, ("index_add", (True, False), "b"): False,
+}
+
+
+def _raises_after_inplace(lib, op, rg, target):
+    a0 = _f64(lib, [0.7, 1.3, 0.4], requires_grad=rg[0])
+    b0 = _f64(lib, [0.2, -0.6, 0.9], requires_grad=rg[1])
+    a, b = a0 * 1, b0 * 1
+    out = _SAVE_OPS[op](lib, a, b)
+    if not out.requires_grad:
+        return None
+    with lib.no_grad():
+        {"a": a, "b": b, "out": out}[target].mul_(1.0)
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("key", sorted(_SAVE_EXPECT), ids=lambda k: f"{k[0]}-{k[1]}-{k[2]}")
+def test_inplace_after_use_raises_as_torch(key):
+    assert _raises_after_inplace(cgrad, *key) == _SAVE_EXPECT[key]
+
+
+@pytest.mark.parametrize("op", sorted(_SAVE_OPS))
+def test_saved_tensors_match_torch(op):
+    torch = _torch()
+    for rg in ((True, True), (True, False), (False, True)):
+        for target in ("a", "b", "out"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = _raises_after_inplace(torch, op, rg, target)
+            assert _raises_after_inplace(cgrad, op, rg, target) == want, (rg, target)
+
+
+def test_rdiv_gradients_and_double_backward():
+    x = _f64(cgrad, [0.7, 1.3, -0.4], requires_grad=True)
+    assert cgrad.autograd.gradcheck(lambda a: 2.0 / a, (x,))
+    assert cgrad.autograd.gradgradcheck(lambda a: 2.0 / a, (x,))
+    y = 2.0 / x
+    assert type(y.grad_fn).__name__ == "MulBackward0"
+    np.testing.assert_allclose(y.detach().numpy(), 2.0 / x.detach().numpy(), rtol=1e-15)
+
+
+# --------------------------------------------------------------------------------------
+# Tensor hooks and retain_grad on the inputs of autograd.grad / backward(inputs=...).
+# torch's engine runs a capture target's tensor hooks and retain_grad before capturing its
+# gradient when the target's node does not run (a leaf, or a non-leaf whose grad_fn is not on
+# the way to another input); one that runs is captured as it arrived. backward(inputs=) calls
+# retain_grad() on non-leaf inputs. cgrad captured every target before its hooks, and
+# backward(inputs=[y]) neither applied y's hooks nor set y.retains_grad (so a later backward
+# did not fill y.grad). Fuzzer: `backward(inputs=[t0, t1])` with t1 = t0.tanh(): torch
+# reports t1.retains_grad, cgrad did not.
+
+
+def _capture_hooks(lib):
+    out = {}
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x.tanh()
+    z = (y * 2).sum()
+    y.register_hook(lambda g: g * 10)
+    out["grad y,x"] = lib.autograd.grad(z, [y, x], retain_graph=True)   # y's node runs
+    out["grad y"] = lib.autograd.grad(z, [y], retain_graph=True)        # y's node does not
+    x.register_hook(lambda g: g * 100)
+    out["grad x"] = lib.autograd.grad(z, [x], retain_graph=True)
+    z.backward(inputs=[y, x], retain_graph=True)
+    out["backward y,x"] = (y.grad, x.grad, y.retains_grad)
+    x2 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y2 = x2.tanh()
+    w2 = y2 * 3
+    z2 = (w2 * 2).sum()
+    y2.retain_grad()
+    w2.retain_grad()
+    lib.autograd.grad(z2, [w2], retain_graph=True)      # retain_grad of the target runs
+    out["retain"] = (y2.grad, w2.grad)
+    x3 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y3 = x3.tanh()
+    z3 = (y3 * 2).sum()
+    z3.backward(inputs=[y3], retain_graph=True)
+    z3.backward(retain_graph=True)                      # y3 retains its grad now
+    out["later"] = (y3.grad, y3.retains_grad)
+    return out
+
+
+def _plain(v):
+    if isinstance(v, (tuple, list)):
+        return tuple(_plain(u) for u in v)
+    if v is None or isinstance(v, bool):
+        return v
+    return np.round(v.detach().numpy(), 10).tolist()
+
+
+def test_capture_runs_tensor_hooks_and_retain_grad():
+    got = {k: _plain(v) for k, v in _capture_hooks(cgrad).items()}
+    d = 2 * (1 - np.tanh([1.0, 2.0]) ** 2)
+    assert got["grad y,x"] == ([2.0, 2.0], np.round(10 * d, 10).tolist())
+    assert got["grad y"] == ([20.0, 20.0],)
+    assert got["grad x"] == (np.round(1000 * d, 10).tolist(),)
+    assert got["backward y,x"] == ([20.0, 20.0], np.round(1000 * d, 10).tolist(), True)
+    assert got["retain"] == (None, [2.0, 2.0])
+    assert got["later"] == ([4.0, 4.0], True)
+
+
+def test_capture_hooks_match_torch():
+    torch = _torch()
+    want = {k: _plain(v) for k, v in _capture_hooks(torch).items()}
+    assert {k: _plain(v) for k, v in _capture_hooks(cgrad).items()} == want
+
+
+# --------------------------------------------------------------------------------------
+# mark_dirty on a view: the custom Function's forward modified a view in place; torch
+# rebases the view's base onto the Function's output (CopySlices), so gradients through the
+# base go through the Function's backward. cgrad only gave the view the Function's node and
+# left the base's history alone: x = a * 1; Dirty.apply(x[:2], 2.0); (x * x).sum() gave
+# a.grad [4, 8, 6, 8] instead of [8, 16, 6, 8] (the factor 2 of Dirty's backward was lost).
+
+
+def _dirty_fn(lib):
+    class Dirty(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, c):
+            ctx.c = c
+            x.mul_(c)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.c, None
+    return Dirty
+
+
+def _dirty_view(lib):
+    Dirty = _dirty_fn(lib)
+    a = _f64(lib, [1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    x = a * 1
+    v = x[:2]
+    r = Dirty.apply(v, 2.0)
+    w = v * 3
+    (x * x).sum().backward(retain_graph=True)
+    g1 = a.grad.numpy().tolist()
+    a.grad = None
+    (w.sum() + r.sum()).backward()
+    return (r is v, x.detach().numpy().tolist(), g1, a.grad.numpy().tolist(),
+            type(x.grad_fn).__name__)
+
+
+def test_mark_dirty_on_a_view_rebases_the_base():
+    assert _dirty_view(cgrad) == (True, [2.0, 4.0, 3.0, 4.0], [8.0, 16.0, 6.0, 8.0],
+                                  [8.0, 8.0, 0.0, 0.0], "CopySlices")
+
+
+def test_mark_dirty_on_a_view_matches_torch():
+    assert _dirty_view(cgrad) == _dirty_view(_torch())
+
+
+def test_mark_dirty_on_a_view_of_a_leaf_raises():
+    Dirty = _dirty_fn(cgrad)
+    a = _f64(cgrad, [1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        Dirty.apply(a[:2], 2.0)
+
+
+# --------------------------------------------------------------------------------------
+# A view of a tensor that did not require grad, whose base then got history through an
+# in-place op on another view: torch reports the view as requiring grad and not a leaf (its
+# history is regenerated from the base). cgrad reported (False, True) until the view was
+# used. Fuzzer: `t12 = t9.narrow(0, 0, 3); t12 += t26` with t25 another view of t9.
+
+
+def _stale_view_flags(lib):
+    c = _f64(lib, [[1.0, 2.0], [3.0, 4.0]])
+    v = c[1]
+    w = c[0]
+    a = _f64(lib, [0.5, 1.5], requires_grad=True)
+    w += a
+    flags = (v.requires_grad, v.is_leaf, c.requires_grad, type(v.grad_fn).__name__)
+    (v * c).sum().backward()
+    return flags, a.grad.numpy().tolist()
+
+
+def test_stale_view_requires_grad_and_is_leaf():
+    assert _stale_view_flags(cgrad) == ((True, False, True, "AsStridedBackward0"), [3.0, 4.0])
+
+
+def test_stale_view_flags_match_torch():
+    assert _stale_view_flags(cgrad) == _stale_view_flags(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# Views torch forbids to modify in place while autograd records (Note [View creation meta]
+# in cgrad/_C.pyx): outputs of split/chunk/unbind and their views, views returned by a
+# custom Function (an input returned as is), and reading the history of such a view after
+# its base was modified in place. cgrad allowed all of them and computed gradients torch
+# refuses to compute. Fuzzer: `t10, t11 = t6.split([1, 3], 0); t11[1:2] += t0`: torch
+# raises "Output 0 of Slice is a view and is being modified inplace. This view is the output
+# of a function that returns multiple views...", cgrad ran on.
+
+
+def _identity_fn(lib):
+    class Identity(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return Identity
+
+
+def _view_cases(lib):
+    Identity = _identity_fn(lib)
+    Dirty = _dirty_fn(lib)
+
+    def leaf():
+        return _f64(lib, [1.0, 2.0, 3.0, 4.0], requires_grad=True)
+
+    def split_inplace():
+        (leaf() * 1).split(2)[0].mul_(2)
+
+    def split_with_sizes_inplace():
+        (leaf() * 1).split([1, 3])[1].mul_(2)
+
+    def chunk_inplace():
+        (leaf() * 1).chunk(2)[1].add_(2)
+
+    def unbind_inplace():
+        (leaf() * 1).unbind(0)[0].mul_(2)
+
+    def view_of_split_inplace():
+        (leaf() * 1).split(2)[0].view(2).add_(1)
+
+    def slice_of_split_setitem():
+        v = (leaf() * 1).split(2)[0]
+        v[0] = 5.0
+
+    def split_under_no_grad():
+        v = (leaf() * 1).split(2)[0]
+        with lib.no_grad():
+            v.mul_(2)
+        return v.tolist()
+
+    def split_of_constant_no_history():
+        c = _f64(lib, [1.0, 2.0, 3.0, 4.0])
+        v = c.split(2)[0]
+        v.mul_(2)
+        return c.tolist()
+
+    def split_of_constant_with_history():
+        c = _f64(lib, [1.0, 2.0, 3.0, 4.0])
+        c.split(2)[0].mul_(leaf()[:2])
+
+    def split_then_clone():
+        v = (leaf() * 1).unbind(0)[0].clone()
+        v.mul_(2)
+        return v.tolist()
+
+    def split_then_detach():
+        v = (leaf() * 1).split(2)[0].detach()
+        v.mul_(2)
+        return v.tolist()
+
+    def stale_split_used():
+        x = leaf() * 1
+        v = x.split(2)[0]
+        x.mul_(2)
+        return (v * 2).tolist()
+
+    def stale_split_requires_grad():
+        x = leaf() * 1
+        v = x.split(2)[0]
+        x.mul_(2)
+        return v.requires_grad
+
+    def stale_split_of_constant():
+        c = _f64(lib, [1.0, 2.0, 3.0, 4.0])
+        v = c.split(2)[0]
+        c.mul_(2)
+        return v.grad_fn is None
+
+    def identity_inplace():
+        y = Identity.apply(leaf() * 1)
+        y.mul_(2)
+
+    def identity_is_a_view():
+        x = leaf() * 1
+        y = Identity.apply(x)
+        return y._is_view(), y._base is x
+
+    def identity_under_no_grad():
+        x = leaf() * 1
+        y = Identity.apply(x)
+        with lib.no_grad():
+            y.mul_(2)
+        return x.tolist()
+
+    def identity_stale():
+        x = leaf() * 1
+        y = Identity.apply(x)
+        x.mul_(2)
+        return y.grad_fn
+
+    def identity_of_constant():
+        c = _f64(lib, [1.0, 2.0, 3.0, 4.0])
+        Identity.apply(c).mul_(leaf())
+
+    def dirty_on_split_output():
+        Dirty.apply((leaf() * 1).split(2)[0], 2.0)
+
+    return {name: fn for name, fn in locals().items() if callable(fn) and name not in (
+        "leaf", "Identity", "Dirty")}
+
+
+def _outcome(fn):
+    try:
+        r = fn()
+    except RuntimeError as e:
+        msg = str(e)
+        for key in ("output of a function that returns multiple views",
+                    "created inside a custom Function", "created in no_grad mode"):
+            if key in msg:
+                return "raises: " + key
+        return "raises: " + msg
+    return r if r is None or isinstance(r, (bool, float, list, tuple)) else type(r).__name__
+
+
+def test_views_torch_forbids_to_modify():
+    got = {k: _outcome(f) for k, f in _view_cases(cgrad).items()}
+    multi = "raises: output of a function that returns multiple views"
+    custom = "raises: created inside a custom Function"
+    for k in ("split_inplace", "split_with_sizes_inplace", "chunk_inplace", "unbind_inplace",
+              "view_of_split_inplace", "slice_of_split_setitem", "stale_split_used",
+              "dirty_on_split_output"):
+        assert got[k] == multi, k
+    for k in ("identity_inplace", "identity_stale"):
+        assert got[k] == custom, k
+    assert got["identity_is_a_view"] == (True, True)
+    assert got["split_under_no_grad"] == [2.0, 4.0]
+    assert got["split_of_constant_no_history"] == [2.0, 4.0, 3.0, 4.0]
+    assert got["split_of_constant_with_history"] == multi
+    assert got["identity_of_constant"] == custom
+    assert got["identity_under_no_grad"] == [2.0, 4.0, 6.0, 8.0]
+    assert got["split_then_clone"] == 2.0
+    assert got["split_then_detach"] == [2.0, 4.0]
+    assert got["stale_split_requires_grad"] is True
+    assert got["stale_split_of_constant"] is True
+
+
+def test_views_torch_forbids_to_modify_match_torch():
+    torch = _torch()
+    want = {k: _outcome(f) for k, f in _view_cases(torch).items()}
+    got = {k: _outcome(f) for k, f in _view_cases(cgrad).items()}
+    assert got == want
+
+
+# --------------------------------------------------------------------------------------
+# retain_grad() then an in-place op: torch moves the retain_grad hook to the tensor's new
+# history, so .grad is the gradient of the modified tensor and retains_grad stays True.
+# cgrad kept the hook on the old node (.grad was the gradient of the value before the
+# in-place op) and reset retains_grad. Fuzzer: `t5.retain_grad(); t5 *= 2.0`.
+
+
+def _retain_then_inplace(lib):
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    z = y * 5
+    y.mul_(2)
+    (y * 3 + z).sum().backward()
+    x2 = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y2 = x2 * 1
+    v = y2[:1]
+    v.retain_grad()
+    y2.mul_(2)               # v's history is regenerated
+    (v * 3).sum().backward()
+    return (y.retains_grad, y.grad.numpy().tolist(), x.grad.numpy().tolist(),
+            v.retains_grad, v.grad.numpy().tolist(), x2.grad.numpy().tolist())
+
+
+def test_retain_grad_follows_inplace():
+    assert _retain_then_inplace(cgrad) == (True, [3.0, 3.0], [11.0, 11.0], True, [3.0],
+                                           [6.0, 0.0])
+
+
+def test_retain_grad_follows_inplace_matches_torch():
+    assert _retain_then_inplace(cgrad) == _retain_then_inplace(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# expand: x.expand(x.shape) returned x itself (torch: a new view with ExpandBackward0, so
+# is_leaf was True for a leaf), and every expand was a read-only NumPy view, so an in-place
+# op through an expand that repeats nothing raised NumPy's ValueError ("assignment
+# destination is read-only") where torch writes through it. An in-place op on an expanded
+# tensor that does repeat elements raised ValueError or "output with shape [3] doesn't match
+# the broadcast shape [3]" instead of torch's RuntimeError. Fuzzer: `t10 = t7.expand((3,))`
+# with t7 a leaf of shape (3,): (requires_grad, is_leaf) (True, True), torch (True, False).
+
+
+def _expand_cases(lib):
+    def run(f):
+        try:
+            return f()
+        except RuntimeError as e:
+            return "RuntimeError: " + str(e)[:60]
+
+    x = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    e = x.expand(3)
+    out = [e is x, e.is_leaf, type(e.grad_fn).__name__, x.expand_as(x) is x]
+    y = x * 1
+
+    def same_shape():
+        y.expand(3).mul_(2)
+        return y.tolist()
+
+    def leading_one():
+        y.expand(1, 3).add_(1)
+        return y.tolist()
+
+    def repeated(op):
+        def f():
+            c = _f64(lib, [1.0])
+            op(c.expand(3))
+        return f
+    out += [run(same_shape), run(leading_one)]
+    out += [run(repeated(op)) for op in (
+        lambda t: t.mul_(2), lambda t: t.relu_(), lambda t: t.clamp_(0, 0.5),
+        lambda t: lib.nn.functional.relu(t, inplace=True),
+        lambda t: t.copy_(_f64(lib, [1.0, 2.0, 3.0])))]
+    g = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    (g.expand(3) * g).sum().backward()
+    out.append(g.grad.numpy().tolist())
+    return out
+
+
+def test_expand_views():
+    got = _expand_cases(cgrad)
+    assert got[:6] == [False, False, "ExpandBackward0", False, [2.0, 4.0, 6.0],
+                       [3.0, 5.0, 7.0]]
+    for r in got[6:11]:
+        assert r.startswith("RuntimeError: unsupported operation: more than one element")
+    assert got[11] == [2.0, 4.0, 6.0]
+
+
+def test_expand_views_match_torch():
+    assert _expand_cases(cgrad) == _expand_cases(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# An in-place op on einsum's result raised NotImplementedError ("in-place operation on a
+# view (ViewBackward0) ... not supported by cgrad yet"): the result is named ViewBackward0
+# as torch's and is a NumPy view of a temporary, so it was taken for an unregistered view of
+# another tensor. Fuzzer: `t17 = lib.einsum('ij,jz->iz', t11, t16); t17 -= 2.0`.
+
+
+def _einsum_inplace(lib):
+    a = _f64(lib, [[1.0], [2.0]])
+    b = _f64(lib, [[0.5]], requires_grad=True)
+    c = lib.einsum("ij,jz->iz", a, b)
+    d = lib.einsum("ij,kj->ki", a, b)          # a transposed result
+    c -= 2.0
+    d.mul_(3.0)
+    (c * c).sum().backward()
+    (d * d).sum().backward()
+    return c.detach().numpy().tolist(), d.detach().numpy().tolist(), b.grad.numpy().tolist()
+
+
+def test_inplace_on_einsum_result():
+    assert _einsum_inplace(cgrad) == ([[-1.5], [-1.0]], [[1.5, 3.0]], [[38.0]])
+
+
+def test_inplace_on_einsum_result_matches_torch():
+    assert _einsum_inplace(cgrad) == _einsum_inplace(_torch())
+
+
+
+def _broadcast_identity(lib):
+    x = _f64(lib, [1.0, 2.0, 3.0], requires_grad=True)
+    y = _f64(lib, [1.0], requires_grad=True)
+    a, b = lib.broadcast_tensors(x, y)
+    return a is x, a.is_leaf, b.is_leaf, type(b.grad_fn).__name__
+
+
+def test_broadcast_tensors_returns_unexpanded_inputs():
+    # torch returns an input that needs no expansion as is (the fuzzer caught the expand
+    # fix above turning it into a new view)
+    assert _broadcast_identity(cgrad) == (True, True, False, "ExpandBackward0")
+    assert _broadcast_identity(cgrad) == _broadcast_identity(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A stale view (its base got history through an in-place op after the view was made) used in
+# an op, as a root, as an input of autograd.grad or given a hook: cgrad read its old
+# requires_grad (False) before regenerating its history, so `t2.sub(t2)` did not require
+# grad, register_hook raised "cannot register a hook on a tensor that doesn't require
+# gradient" and grad() "One of the differentiated Tensors does not require grad". Fuzzer:
+# `t2 = t0.t(); t0[tensor([3])] = t1; t4 = t2.sub(t2); t4.register_hook(...)`.
+
+
+def _stale_view_use(lib):
+    t0 = _f64(lib, np.arange(8.0).reshape(4, 2))
+    t1 = _f64(lib, 1.0, requires_grad=True)
+    t2 = t0.t()
+    t0[lib.tensor(np.array([3]))] = t1
+    flags = [t2.sub(t2).requires_grad, (t2 * 2).requires_grad, t2.exp().requires_grad]
+    t2.sum().backward()
+    u = _f64(lib, [1.0, 2.0])
+    v = u[:1]
+    u.add_(t1)
+    g, = lib.autograd.grad((v * 3).sum(), [v], retain_graph=True)
+    v.register_hook(lambda grad: grad * 2)
+    (v * 3).sum().backward()
+    return flags, float(t1.grad.item()), g.numpy().tolist()
+
+
+def test_stale_view_in_ops_hooks_and_grad():
+    assert _stale_view_use(cgrad) == ([True, True, True], 8.0, [3.0])
+
+
+def test_stale_view_in_ops_hooks_and_grad_matches_torch():
+    assert _stale_view_use(cgrad) == _stale_view_use(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# once_differentiable under create_graph: torch hangs the error node off detached copies of
+# the results that require grad, so backward() through them raises, but grad() w.r.t. the
+# real inputs never runs it (the second-order contribution through it is simply absent).
+# cgrad connected the error node to the incoming gradients, so grad() raised too. Fuzzer:
+# t2 = Once.apply(t1); t3 = cumprod(t2); grad(roots, [t0, t1], create_graph=True), then
+# grad(f(gradients), [t0, t1]): torch ran, cgrad raised "trying to differentiate twice".
+
+
+def _once_second_order(lib):
+    once = lib.autograd.function.once_differentiable
+
+    class Sq(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    g, = lib.autograd.grad((Sq.apply(x) ** 2).sum(), x, create_graph=True)
+    second, = lib.autograd.grad((g * g).sum() + (x * 3).sum(), x)
+    try:
+        g.sum().backward()
+        raised = None
+    except RuntimeError as e:
+        raised = str(e)
+    return g.requires_grad, second.numpy().tolist(), raised
+
+
+def test_once_differentiable_second_order_grad():
+    assert _once_second_order(cgrad) == (
+        True, [3.0, 3.0],
+        "trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def test_once_differentiable_second_order_grad_matches_torch():
+    assert _once_second_order(cgrad) == _once_second_order(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A built-in node that received no gradient at all (a custom backward returned None on the
+# only path to it) still ran with zeros, so the leaves behind it got a zero .grad; torch's
+# built-in nodes pass "no gradient" on and those leaves keep .grad None (custom Functions do
+# get materialized zeros). Fuzzer: t3 = dot(t0, t2); NoneGrad.apply(t0, t3, ...) whose
+# backward returns None for t3: t2.grad was zeros, torch None.
+
+
+def _no_gradient_path(lib):
+    class NoneForY(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 2 + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    class Twice(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = _f64(lib, [1.0, 2.0], requires_grad=True)
+    b = _f64(lib, [3.0, 4.0], requires_grad=True)
+    c = _f64(lib, [5.0, 6.0], requires_grad=True)
+    out = NoneForY.apply(a, lib.dot(a, b)) + NoneForY.apply(a, Twice.apply(c))
+    out.sum().backward()
+    return (a.grad.numpy().tolist(), b.grad, c.grad.numpy().tolist())
+
+
+def test_no_gradient_passes_through_builtin_nodes():
+    assert _no_gradient_path(cgrad) == ([4.0, 4.0], None, [0.0, 0.0])
+
+
+def test_no_gradient_passes_through_builtin_nodes_matches_torch():
+    assert _no_gradient_path(cgrad) == _no_gradient_path(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# An in-place op whose operand shares memory with the written tensor in part: torch raises
+# ("some elements of the input tensor and the written-to tensor refer to a single memory
+# location"), cgrad wrote the result (NumPy buffers overlapping operands). The same layout
+# (x.add_(x)), layouts with gaps or repeats, and setitem's value once its leading size-1
+# dims are dropped and it is expanded to the region, are allowed, as in torch. Fuzzer:
+# `t15 = t14.flatten(); t15.add_(t14)` with t14 0-d.
+
+
+def _partial_overlap_cases(lib):
+    def run(f):
+        try:
+            f()
+            return "ok"
+        except RuntimeError as e:
+            return "partial" if "some elements of the input tensor" in str(e) else str(e)
+
+    x = lib.arange(6.0, dtype=lib.float64)
+    z = lib.zeros(4, dtype=lib.float64)
+    w = lib.zeros((2, 3), dtype=lib.float64)
+    s = lib.tensor(2.0, dtype=lib.float64)
+    cases = [
+        lambda: x[1:].add_(x[:-1]), lambda: x.add_(x), lambda: x.add_(x.view(6)),
+        lambda: x.view(2, 3).add_(x.view(3, 2).t()), lambda: x[:3].add_(x[3:]),
+        lambda: x.view(2, 3).add_(x[:3]), lambda: x.view(2, 3).t().add_(x.view(3, 2)),
+        lambda: x[::2].mul_(x[1::2]), lambda: x.clamp_(min=x[0]),
+        lambda: x.masked_fill_(lib.tensor(np.ones(6, dtype=bool)), x[0]),
+        lambda: s.flatten().add_(s),
+        lambda: w.__setitem__(0, w[1]), lambda: w.__setitem__((0, slice(1, None)), w[0, :2]),
+        lambda: w.__setitem__(0, w[0, None]), lambda: z.__setitem__(slice(1, 3), z[0:2]),
+        lambda: z.__setitem__(lib.tensor(np.array([1, 2])), z[0:2]),
+    ]
+
+    def iadd_region():                      # tmp = w[1:2, 2:]; tmp += 1; w[1:2, 2:] = tmp
+        w[1:2, 2:] += -1.0
+    cases.append(iadd_region)
+    return [run(f) for f in cases]
+
+
+def test_partial_overlap_in_place():
+    assert _partial_overlap_cases(cgrad) == [
+        "partial", "ok", "ok", "partial", "ok", "partial", "partial", "ok", "partial", "ok",
+        "partial", "ok", "partial", "ok", "partial", "partial", "ok"]
+
+
+def test_partial_overlap_in_place_matches_torch():
+    assert _partial_overlap_cases(cgrad) == _partial_overlap_cases(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# elu/selu double backward at exactly 0: torch's first derivative takes the left branch at
+# 0 (alpha * scale) but its second derivative is masked by a < 0, so it is 0 there; cgrad
+# gave alpha * scale * g there. Fuzzer (programs with exact zeros): t1 = t0 + 0.5 with
+# t0 = -0.5, F.elu(t1, alpha=0.5), then grad of a function of the gradients.
+
+
+def _elu_second_order_at_zero(lib):
+    out = []
+    for f in (lambda a: lib.nn.functional.elu(a, alpha=0.5), lib.nn.functional.elu,
+              lib.nn.functional.selu):
+        a = _f64(lib, [-1.0, 0.0, 0.0, 1.0], requires_grad=True)
+        g = _f64(lib, [0.3, 0.5, 0.7, 1.1])
+        ga, = lib.autograd.grad(f(a), a, g, create_graph=True)
+        h, = lib.autograd.grad((ga * ga).sum(), a)
+        out.append((np.round(ga.detach().numpy(), 12).tolist(),
+                    np.round(h.numpy(), 12).tolist()))
+    return out
+
+
+def test_elu_second_derivative_at_zero():
+    got = _elu_second_order_at_zero(cgrad)
+    for _, h in got:
+        assert h[1] == 0.0 and h[2] == 0.0 and h[3] == 0.0 and h[0] != 0.0
+
+
+def test_elu_second_derivative_at_zero_matches_torch():
+    assert _elu_second_order_at_zero(cgrad) == _elu_second_order_at_zero(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# A root of autograd.grad on no path to the requested inputs: torch does not run its node
+# but still calls its tensor hooks and retain_grad with the gradient it received; cgrad did
+# not call them. Fuzzer: t1 = Setup.apply(t0); t1.register_hook(...); grad(t1, [t2, t3],
+# allow_unused=True) with t2, t3 unrelated: torch called the hook, cgrad did not.
+
+
+def _off_path_root_hooks(lib):
+    calls = []
+    x = _f64(lib, [1.0, 2.0], requires_grad=True)
+    z = _f64(lib, [1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(lambda g: calls.append(g.numpy().tolist()))
+    y.retain_grad()
+    r = lib.autograd.grad(y, [z], _f64(lib, [1.0, 1.0]), allow_unused=True)
+    x.register_hook(lambda g: calls.append(("leaf", g.numpy().tolist())))
+    r2 = lib.autograd.grad(x, [z], _f64(lib, [1.0, 1.0]), allow_unused=True)
+    return r, r2, calls, y.grad.numpy().tolist()
+
+
+def test_hooks_of_a_root_off_the_path():
+    assert _off_path_root_hooks(cgrad) == ((None,), (None,), [[1.0, 1.0],
+                                           ("leaf", [1.0, 1.0])], [1.0, 1.0])
+
+
+def test_hooks_of_a_root_off_the_path_match_torch():
+    assert _off_path_root_hooks(cgrad) == _off_path_root_hooks(_torch())
+
+
+# --------------------------------------------------------------------------------------
+# An in-place op whose node saves its result (relu_, exp_, sigmoid_, tanh_, sqrt_, ...)
+# followed by another in-place op on the same tensor: torch's node saved the tensor itself,
+# so backward raises "modified by an inplace operation"; cgrad's node saved a private copy
+# and silently used the old values (Note [In-place saved outputs] in cgrad/_C.pyx).
+# Fuzzer: t7 = F.elu(t3); t7.relu_(); t7.zero_(); t55 = t7.square(); backward.
+
+_SAVES_RESULT = ["relu_", "exp_", "sigmoid_", "tanh_", "sqrt_"]
+
+
+def _inplace_then_modified(lib, op, on_view):
+    base = _f64(lib, [[0.3, 1.1], [0.4, 1.3]], requires_grad=True)
+    h = base * 1.0
+    t = h[0] if on_view else h
+    getattr(t, op)()
+    t.mul_(2.0)
+    try:
+        h.sum().backward()
+    except RuntimeError as e:
+        msg = str(e)
+        return ("raise", "modified by an inplace operation" in msg, "is at version" in msg)
+    return ("ok", base.grad.numpy().tolist())
+
+
+@pytest.mark.parametrize("on_view", [False, True])
+@pytest.mark.parametrize("op", _SAVES_RESULT)
+def test_inplace_saved_result_is_version_checked(op, on_view):
+    got = _inplace_then_modified(cgrad, op, on_view)
+    assert got == ("raise", True, True)
+
+
+@pytest.mark.parametrize("on_view", [False, True])
+@pytest.mark.parametrize("op", _SAVES_RESULT + ["abs_", "sin_"])
+def test_inplace_saved_values_match_torch(op, on_view):
+    assert _inplace_then_modified(cgrad, op, on_view) == \
+        _inplace_then_modified(_torch(), op, on_view)
+
+
+def test_inplace_saved_result_unmodified_still_works():
+    for lib in (cgrad, _torch()):
+        x = _f64(lib, [0.3, -1.1], requires_grad=True)
+        y = x * 1.0
+        y.exp_()
+        (y * 3.0).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 3.0 * np.exp([0.3, -1.1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# An in-place op on a view bypasses the view's old node, as torch's CopySlices does: a hook
+# registered on the view before the op (on that old node) is not called, and the gradient
+# does not go through it. Fuzzer: t2 = t1.flatten(); t2.register_hook(replace 1.0);
+# t2.sub_(1.5); ... selu(t2 * 0.5): cgrad called the hook (t0.grad 2.38, torch -0.61); and
+# t6 = t5.expand(3); t6.register_hook(...); t6.relu_() in double backward.
+
+def _hook_then_inplace_on_view(lib, make_view, op):
+    x = _f64(lib, [0.7, -1.2, 0.4], requires_grad=True)
+    h = x * x
+    v = make_view(h)
+    calls = []
+
+    def hook(g):
+        calls.append(g.detach().numpy().tolist())
+        return g * 0.0 + 1.0
+
+    v.register_hook(hook)
+    pre = v.grad_fn
+    pre.register_prehook(lambda gs: calls.append("node prehook"))
+    getattr(v, op)(*([1.5] if op in ("sub_", "mul_") else []))
+    out = (v * 0.5).sin().sum() + (h * h).sum()
+    g, = lib.autograd.grad(out, [x], create_graph=True)
+    gg, = lib.autograd.grad(g.sum(), [x])
+    return calls, g.detach().numpy().tolist(), gg.numpy().tolist()
+
+
+_VIEWS = {
+    "flatten": lambda h: h.view(3, 1).flatten(),     # (a 1-d tensor's flatten is itself)
+    "slice": lambda h: h[1:],
+    "expand": lambda h: h.expand(3),
+    "select": lambda h: h[0],
+    "view": lambda h: h.view(3, 1),
+}
+
+
+@pytest.mark.parametrize("op", ["sub_", "mul_", "relu_", "exp_"])
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+def test_inplace_on_view_skips_the_views_old_node(view, op):
+    calls, g, gg = _hook_then_inplace_on_view(cgrad, _VIEWS[view], op)
+    assert calls == []
+    t_calls, t_g, t_gg = _hook_then_inplace_on_view(_torch(), _VIEWS[view], op)
+    assert t_calls == []
+    np.testing.assert_allclose(g, t_g, rtol=1e-12)
+    np.testing.assert_allclose(gg, t_gg, rtol=1e-12)
+
+
+def test_inplace_on_view_gradient_by_finite_differences():
+    def f(xd):
+        x = cgrad.tensor(xd, dtype=cgrad.float64, requires_grad=True)
+        h = x * x
+        v = h[1:]
+        v.mul_(x[:2].exp())
+        return (h.sin() * cgrad.tensor([1.0, 2.0, 3.0], dtype=cgrad.float64)).sum(), x
+    x0 = np.array([0.7, -1.2, 0.4])
+    out, x = f(x0)
+    out.backward()
+    eps, fd = 1e-6, []
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = eps
+        fd.append((f(x0 + e)[0].item() - f(x0 - e)[0].item()) / (2 * eps))
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-7, atol=1e-9)
