@@ -31,6 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOAK = os.path.join(ROOT, "bench", "soak.py")
 
 CYCLES, WARMUP, EVERY = 20_000, 5_000, 1_000
+# Under AddressSanitizer (.ci/sanitize preloads libasan and sets PYTHONMALLOC=malloc) freed
+# memory waits in ASan's quarantine (256 MB by default) before it is reused, so the RSS grows
+# by design and sys.getallocatedblocks() reads 0: only the object and registry bounds hold.
+UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
 MAX_RSS_GROWTH = 1 << 20        # bytes, after warm-up
 MAX_BLOCKS_GROWTH = 1_000       # sys.getallocatedblocks(), after warm-up
 
@@ -58,8 +62,9 @@ def test_soak_cycles_memory_flat_after_warmup(name):
     # the gradients of the last cycle are right (the workload really ran)
     assert rec["info"]["grad_max_err"] < 1e-12
     # flat: no sample after warm-up above the warm-up's RSS by more than the bound
-    assert max(x["rss"] for x in after) - warm["rss"] <= MAX_RSS_GROWTH, after
-    assert s[-1]["blocks"] - warm["blocks"] <= MAX_BLOCKS_GROWTH, after
+    if not UNDER_ASAN:
+        assert max(x["rss"] for x in after) - warm["rss"] <= MAX_RSS_GROWTH, after
+        assert s[-1]["blocks"] - warm["blocks"] <= MAX_BLOCKS_GROWTH, after
     # no object the collector tracks survives a cycle, and the untracked registry is bounded
     assert s[-1]["objects"] - warm["objects"] <= 50
     assert max(x["registry_capacity"] for x in after) == warm["registry_capacity"]
