@@ -81,7 +81,9 @@ def render(rows, before):
         "",
         f"- rows: {n}",
         f"- rows where cgrad does what torch does: {n - len(differ)}; of these, cgrad did it "
-        f"before the fixes in {matched} and was fixed on this branch in {fixed}",
+        f"before the fixes in {matched} and was fixed on this branch in {fixed}; "
+        f"{sum(1 for r in rows if r.id not in before and r.id not in ids)} rows were added "
+        "after the \"before\" column was recorded (cgrad.linalg did not exist then)",
         f"- deliberate differences from torch (reason given in the row): {len(differ)}; cgrad's "
         f"behaviour changed on this branch in {changed} of them",
         f"- not fixed yet: {len(pending)}",

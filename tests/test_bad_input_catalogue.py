@@ -1609,6 +1609,62 @@ A("Function.apply", XG + "G = Fn(lambda ctx, x: (x * 2).long(), lambda ctx, g: g
   "r = G.apply(x).requires_grad", "False")
 
 # -------------------------------------------------------------------------------------------
+
+area("linalg")
+SING = "the inversion could not be completed because the input matrix is singular"
+SQ = "A must be batches of square matrices, but they are 2 by 3 matrices"
+for fn in ("inv", "det", "slogdet", "eigh", "cholesky"):
+    E(f"cgrad.linalg.{fn}", f"r = T.linalg.{fn}(T.ones(2, 3))", RuntimeError, f"linalg.{fn}: " + SQ)
+    E(f"cgrad.linalg.{fn}", f"r = T.linalg.{fn}(T.ones(3))", RuntimeError,
+      "The input tensor A must have at least 2 dimensions.")
+    if fn == "eigh":
+        E(f"cgrad.linalg.{fn}", f"r = T.linalg.{fn}(T.ones(2, 2, dtype=T.int64))",
+          NotImplementedError, "\"linalg_eigh_cpu\" not implemented for 'Long'")
+    else:
+        E(f"cgrad.linalg.{fn}", f"r = T.linalg.{fn}(T.ones(2, 2, dtype=T.int64))",
+          RuntimeError, "Expected a floating point or complex tensor as input. Got Long")
+    E(f"cgrad.linalg.{fn}", f"r = T.linalg.{fn}([[1.0, 0.0], [0.0, 1.0]])", TypeError,
+      "must be Tensor, not list")
+E("cgrad.linalg.inv", "r = T.linalg.inv(T.zeros(2, 2))", RuntimeError,
+  "linalg.inv: The diagonal element 1 is zero, " + SING)
+E("cgrad.linalg.inv", "r = T.linalg.inv(T.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], "
+  "[0.0, 0.0]]]))", RuntimeError, "linalg.inv: (Batch element 1): The diagonal element 2 is "
+  "zero, " + SING)
+E("cgrad.linalg.inv", "r = T.linalg.inv(T.tensor([[float('inf'), 0.0], [0.0, 0.0]]))",
+  RuntimeError, "The diagonal element 2 is zero")
+A("cgrad.linalg.inv", "r = T.linalg.inv(T.tensor([[float('nan'), 1.0], [1.0, 1.0]]))",
+  "tensor(float32, [2, 2], [[nan, nan], [nan, nan]])")
+A("cgrad.linalg.inv", "r = T.linalg.inv(T.tensor([[float('inf'), 1.0], [1.0, 1.0]]))",
+  "tensor(float32, [2, 2], [[0, -0], [0, 1]])")
+A("cgrad.linalg.inv", "r = T.linalg.inv(T.zeros(0, 0))", "tensor(float32, [0, 0], [])")
+A("cgrad.linalg.det", "r = T.linalg.det(T.zeros(0, 0))", "tensor(float32, [], 1)")
+A("cgrad.linalg.det", "r = T.linalg.det(T.zeros(2, 2))", "tensor(float32, [], 0)")
+E("cgrad.linalg.cholesky", "r = T.linalg.cholesky(-T.eye(2))", RuntimeError,
+  "linalg.cholesky: The factorization could not be completed because the input is not "
+  "positive-definite (the leading minor of order 1 is not positive-definite).")
+E("cgrad.linalg.solve", "r = T.linalg.solve(T.eye(2), T.ones(3))", RuntimeError,
+  "linalg.solve: Incompatible shapes of A and B for the equation AX = B (2x2 and 3x1)")
+E("cgrad.linalg.solve", "r = T.linalg.solve(T.zeros(2, 2), T.ones(2))", RuntimeError,
+  "linalg.solve: The solver failed because the input matrix is singular.")
+E("cgrad.linalg.solve", "r = T.linalg.solve(T.ones(2, 3), T.ones(2))", RuntimeError,
+  "linalg.solve: " + SQ)
+A("cgrad.linalg.solve", "r = T.linalg.solve(T.tensor([[float('nan'), 1.0], [1.0, 1.0]]), "
+  "T.ones(2))", "tensor(float32, [2], [nan, nan])")
+E("cgrad.linalg.qr", "r = T.linalg.qr(T.ones(2, 3), mode='x')", RuntimeError,
+  "qr received unrecognized mode 'x' but expected one of 'reduced' (default), 'r', or "
+  "'complete'")
+E("cgrad.linalg.qr", "r = T.linalg.qr(T.ones(3))", RuntimeError,
+  "The input tensor A must have at least 2 dimensions.")
+E("cgrad.linalg.eigh", "r = T.linalg.eigh(T.eye(2), UPLO='X')", RuntimeError,
+  "Expected UPLO argument to be 'L' or 'U', but got X")
+area("reductions")
+for fn in ("amax", "amin"):
+    A(f"Tensor.{fn}", f"r = T.ones(0, 3).{fn}(dim=1)", "tensor(float32, [0], [])")
+    E(f"Tensor.{fn}", f"r = T.ones(0, 3).{fn}(dim=0)", IndexError,
+      f"{fn}(): Expected reduction dim 0 to have non-zero size.")
+    E(f"cgrad.{fn}", f"r = T.{fn}(T.ones(0, 3))", RuntimeError,
+      f"{fn}(): Expected reduction dim to be specified for input.numel() == 0.")
+
 area("nn.functional")
 P, Y = "T.tensor([0.5])", "T.tensor([1.0])"
 for call, exc, phrase in [

@@ -97,6 +97,8 @@ def _batch_prefix(arr, pos):
 def _singular_pivot(M):
     """1-based index of LAPACK getrf's first exactly zero pivot of the square matrix M (the
     `info` that torch reports), or 0."""
+    if np.isnan(M).any():
+        return 0        # not singular for torch: its LAPACK's NaN pivots are not zero
     import scipy.linalg.lapack as lapack
     getrf = lapack.get_lapack_funcs("getrf", (M,))
     _, _, info = getrf(np.array(M, order="F"), overwrite_a=True)
@@ -104,11 +106,32 @@ def _singular_pivot(M):
 
 
 def _raise_singular(arr, fn, message):
+    """Raise torch's error for the first batch with an exactly zero LU pivot. Returns when
+    there is none: NumPy also refuses matrices with NaN or inf (its check looks at the result),
+    where LAPACK, and so torch, returns what the factorisation gives (NaN, or numbers)."""
     for pos in _batches(arr.shape):
         k = _singular_pivot(arr[pos])
         if k:
             raise LinAlgError(fn + ": " + _batch_prefix(arr, pos) + message.format(k=k))
-    raise LinAlgError(fn + ": " + message.format(k=arr.shape[-1]))
+
+
+def _lu_solve_raw(A, B=None):
+    """inv(A) (B None) or A^-1 B, batch by batch with LAPACK getrf/getri/getrs and no check
+    of the result: for the matrices NumPy refuses but LAPACK factorises (NaN, inf)."""
+    import scipy.linalg.lapack as lapack
+    getrf, getri, getrs = lapack.get_lapack_funcs(("getrf", "getri", "getrs"), (A,))
+    out = np.empty(A.shape if B is None else B.shape, np.result_type(A, B) if B is not None
+                   else A.dtype)
+    for pos in _batches(A.shape):
+        if np.isnan(A[pos]).any():
+            out[pos] = np.nan       # torch's LAPACK: NaN everywhere
+            continue
+        lu, piv, _ = getrf(np.array(A[pos], order="F"))
+        if B is None:
+            out[pos] = getri(lu, piv)[0]
+        else:
+            out[pos] = getrs(lu, piv, np.array(B[pos], order="F"))[0]
+    return out
 
 
 def _inv_np(A, fn="linalg.inv"):
@@ -120,6 +143,8 @@ def _inv_np(A, fn="linalg.inv"):
     except np.linalg.LinAlgError:
         _raise_singular(A, fn, "The diagonal element {k} is zero, the inversion could not be "
                                "completed because the input matrix is singular.")
+        with np.errstate(all="ignore"):
+            return _lu_solve_raw(A)
 
 
 def _unit(shape, dtype, where):
@@ -342,6 +367,8 @@ def _solve_np(A, B, vector):
         except np.linalg.LinAlgError:
             _raise_singular(A, "cgrad.linalg.solve",
                             "The solver failed because the input matrix is singular.")
+            with np.errstate(all="ignore"):
+                X = _lu_solve_raw(A, B)
     return X[..., 0] if vector else X
 
 
