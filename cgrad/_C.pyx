@@ -2685,6 +2685,8 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             if grads[i + 1] is not None:
                 break
         else:
+            if node._has_saved:
+                node._unpack_saved()    # torch's node unpacks (and version-checks) first
             return 0
     if node._materialize:
         for i in range(n_out):

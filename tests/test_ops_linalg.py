@@ -776,7 +776,12 @@ def test_transposes_are_views(name, fn):
 def test_matmul_is_one_node(shapes):
     a, b = (cgrad.randn(*s, requires_grad=True) for s in shapes)
     y = a @ b
-    assert [type(n).__name__ for n, _ in y.grad_fn.next_functions] == ["AccumulateGrad"] * 2
+    want = ["AccumulateGrad"] * 2
+    if len(shapes[0]) <= 2 < len(shapes[1]):
+        # 1-D/2-D @ N-D: torch folds b.mT with a reshape that copies and saves the copy
+        # (tests/test_fuzz_regressions.py); cgrad's one node reads b through that copy too
+        want = ["AccumulateGrad", "CloneBackward0"]
+    assert [type(n).__name__ for n, _ in y.grad_fn.next_functions] == want
 
 
 def test_matmul_saves_only_what_the_gradients_need():

@@ -21,3 +21,13 @@ def float_result(arr, a, b):
                     and isinstance(y, float)):
                 return arr.astype(get_default_dtype())
     return arr
+
+
+def contiguous_result(out, arr):
+    """The result of an op that torch allocates C-contiguous whatever its input's layout
+    (reductions over dims, softmax, cumsum/cumprod, roll, masked_fill): NumPy keeps a
+    non-contiguous input's memory order instead, and then view() would raise on the result
+    where torch's works. A contiguous input costs one flag test."""
+    if arr.flags.c_contiguous or not isinstance(out, np.ndarray) or out.flags.c_contiguous:
+        return out
+    return out.copy(order="C")      # (np.ascontiguousarray would make a 0-d result 1-d)

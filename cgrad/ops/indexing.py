@@ -556,7 +556,7 @@ class MaskedFill(Function):
         shape = _broadcast_shape(mask.shape, arr.shape)
         if ctx is not None:
             ctx._aux = mask
-        out = np.array(np.broadcast_to(arr, shape), copy=True)
+        out = np.array(np.broadcast_to(arr, shape), copy=True, order="C")   # as torch
         np.copyto(out, value, casting="unsafe", where=mask)
         return out
 
@@ -577,7 +577,7 @@ class MaskedFillTensor(Function):
         shape = _broadcast_shape(mask.shape, arr.shape)
         if ctx is not None:
             ctx._aux = mask
-        out = np.array(np.broadcast_to(arr, shape), copy=True)
+        out = np.array(np.broadcast_to(arr, shape), copy=True, order="C")   # as torch
         np.copyto(out, value._data, casting="unsafe", where=mask)
         return out
 

@@ -199,7 +199,7 @@ def _record_on_view(self, compute, saves_self):
         # The op reads the view's values as a gather from the base's history, not through
         # the view's own node: torch's CopySlices applies the op's backward to a slice of the
         # base's gradient, so the view's old node (and its hooks) is no longer on any path.
-        src._set_grad_fn(AsStridedView.apply(balias, idx).grad_fn, 0)
+        src._set_grad_fn(AsStridedView.apply(balias, idx, False).grad_fn, 0)
     elif self.grad_fn is not None or self.requires_grad:
         src._set_grad_fn(self.grad_fn, self.output_nr)
     out = compute(src)
@@ -218,7 +218,7 @@ def _record_on_view(self, compute, saves_self):
         _C._bind_saved_output(out.grad_fn, out, self)    # Note [In-place saved outputs]
     if newb.grad_fn is not None:
         base._set_grad_fn(newb.grad_fn, newb.output_nr)
-        regen = AsStridedView.apply(base, idx)
+        regen = AsStridedView.apply(base, idx, False)   # idx was checked: no repeats
         self._set_grad_fn(regen.grad_fn, 0)
     self._sync_view_version()
     return self
@@ -523,36 +523,44 @@ class CopySlicesFlat(Function):
 
 class AsStridedView(Function):
     """The view's elements gathered from its base (only the node is used: the view keeps its
-    own storage). d/dbase = zeros with the gradient scattered at idx."""
+    own storage). d/dbase = zeros with the gradient summed at idx. idx repeats a position
+    for a view with overlapping elements (an expand): `repeats` says whether it may (None:
+    find out)."""
     _node_name = "AsStridedBackward0"
 
     @staticmethod
-    def forward(ctx, base, idx):
+    def forward(ctx, base, idx, repeats=None):
         if ctx is not None:
-            ctx._aux = (idx, base._data.shape)
+            if repeats is None:
+                repeats = np.unique(idx).size != idx.size
+            ctx._aux = (idx, base._data.shape, repeats)
         return base._data.reshape(-1)[idx]
 
     @staticmethod
     def backward(ctx, g):
-        idx, shape = ctx._aux
-        return _ScatterFlat.apply(g, idx, shape), None
+        idx, shape, repeats = ctx._aux
+        return _ScatterFlat.apply(g, idx, shape, repeats), None, None
 
 
 class _ScatterFlat(Function):
-    """zeros(shape) with .flat[idx] = g (idx without repeats); adjoint: a gather."""
+    """zeros(shape) with g added at .flat[idx] (summed where idx repeats a position);
+    adjoint: a gather."""
     _node_name = "AsStridedScatterBackward0"
 
     @staticmethod
-    def forward(ctx, g, idx, shape):
+    def forward(ctx, g, idx, shape, repeats):
         if ctx is not None:
             ctx._aux = idx
         out = np.zeros(shape, dtype=g._data.dtype)
-        out.reshape(-1)[idx.reshape(-1)] = g._data.reshape(-1)
+        if repeats:
+            np.add.at(out.reshape(-1), idx.reshape(-1), g._data.reshape(-1))
+        else:
+            out.reshape(-1)[idx.reshape(-1)] = g._data.reshape(-1)
         return out
 
     @staticmethod
     def backward(ctx, gg):
-        return gg.reshape(-1)[ctx._aux], None, None
+        return gg.reshape(-1)[ctx._aux], None, None, None
 
 
 _INDEX_TYPES = "only integers, slices (`:`), ellipsis (`...`), None and long or byte " \

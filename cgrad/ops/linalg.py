@@ -434,6 +434,12 @@ def _plan(s1, st1, rg1, d1, s2, st2, rg2, d2):
     return MatMul
 
 
+def _folds_to_view(A):
+    """Whether A.reshape(-1, A.shape[-1]) is a view: the leading dims collapse."""
+    lead = [(n, s) for n, s in zip(A.shape[:-1], A.strides[:-1]) if n != 1]
+    return all(lead[i][1] == lead[i + 1][1] * lead[i + 1][0] for i in range(len(lead) - 1))
+
+
 def matmul(input, other):
     """torch.matmul: dot, mv, mm, or broadcast batched product (one node, torch's name)."""
     a, b = input, other
@@ -462,9 +468,17 @@ def matmul(input, other):
         if A.shape[-1] != B.shape[0] or A.dtype != B.dtype or A.dtype.kind == "b":
             folded = (_prod_int(A.shape[:-1]), A.shape[-1])
             (_check_mm if n2 == 2 else _check_mv)(folded, B.shape, A.dtype, B.dtype)
+        if b.requires_grad and not A.flags.c_contiguous and not _folds_to_view(A):
+            # torch folds `a` with a reshape that copies here, and its mm node saves the
+            # copy: an in-place op on a's base after the product does not invalidate it
+            a = a.contiguous()
         return MatMul.apply(a, b)
     cls = _plan(A.shape, A.strides, a.requires_grad, A.dtype,
                 B.shape, B.strides, b.requires_grad, B.dtype)
+    if n1 <= 2 and n2 >= 3 and a.requires_grad and not _folds_to_view(np.swapaxes(B, -1, -2)):
+        # the mirrored fold: torch reshapes b.mT, which copies here, and its mm node saves
+        # the copy (an in-place op on b after the product does not invalidate it)
+        b = b.clone()
     return cls.apply(a, b)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgrad.autograd.function import Function
+from cgrad.ops._util import contiguous_result
 
 
 def _dim_int(d):
@@ -61,7 +62,7 @@ class Sum(Function):
             dims = None
         if dtype is None and arr.dtype.kind in "bui":
             dtype = np.int64
-        return np.sum(arr, axis=dims, keepdims=keepdim, dtype=dtype)
+        return contiguous_result(np.sum(arr, axis=dims, keepdims=keepdim, dtype=dtype), arr)
 
     @staticmethod
     def backward(ctx, g):
@@ -86,7 +87,8 @@ class Mean(Function):
         if ctx is not None:
             n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
             ctx._aux = (arr.shape, dims, keepdim, n)
-        return np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype)
+        return contiguous_result(
+            np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype), arr)
 
     @staticmethod
     def backward(ctx, g):

@@ -28,6 +28,7 @@ import numpy as np
 
 from cgrad._C import TensorBase, _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
+from cgrad.ops._util import contiguous_result
 from cgrad.ops.reduce import _norm_dims
 from cgrad.ops.shape import MaskedFillConst
 
@@ -568,8 +569,8 @@ class Var(Function):
             ctx._aux = (dims, keepdim, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return np.asarray(np.var(arr, axis=_axis(dims, arr.ndim), ddof=correction,
-                                     keepdims=keepdim))
+            return contiguous_result(np.asarray(np.var(
+                arr, axis=_axis(dims, arr.ndim), ddof=correction, keepdims=keepdim)), arr)
 
     @staticmethod
     def backward(ctx, g):
@@ -592,8 +593,8 @@ class Std(Function):
         _check_dof("std", arr, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = np.asarray(np.std(arr, axis=_axis(dims, arr.ndim), ddof=correction,
-                                    keepdims=keepdim))
+            out = contiguous_result(np.asarray(np.std(
+                arr, axis=_axis(dims, arr.ndim), ddof=correction, keepdims=keepdim)), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -808,6 +809,7 @@ class Softmax(Function):
             with _errstate():
                 out = np.exp(arr - np.amax(arr, axis=ax, keepdims=True))
                 out /= np.sum(out, axis=ax, keepdims=True)
+            out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(np.asarray(out))
             ctx.save_for_backward(out)
@@ -836,6 +838,7 @@ class LogSoftmax(Function):
             with _errstate():
                 out = arr - np.amax(arr, axis=ax, keepdims=True)
                 out -= np.log(np.sum(np.exp(out), axis=ax, keepdims=True))
+            out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(np.asarray(out))
             ctx.save_for_backward(out)
@@ -880,7 +883,7 @@ class Cumsum(Function):
         arr = a._data
         if ctx is not None:
             ctx._aux = None if arr.ndim == 0 else dim
-        return _scan(np.cumsum, arr, dim)
+        return contiguous_result(_scan(np.cumsum, arr, dim), arr)
 
     @staticmethod
     def backward(ctx, g):
@@ -906,7 +909,7 @@ class Cumprod(Function):
     @staticmethod
     def forward(ctx, a, dim):
         arr = a._data
-        out = _scan(np.cumprod, arr, dim)
+        out = contiguous_result(_scan(np.cumprod, arr, dim), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -987,8 +990,8 @@ class Nansum(Function):
             ctx.save_for_backward(a)
             ctx._aux = (dims, keepdim)
         dt = np.int64 if arr.dtype.kind in "bui" else None
-        return np.asarray(np.nansum(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim,
-                                    dtype=dt))
+        return contiguous_result(np.asarray(np.nansum(
+            arr, axis=_axis(dims, arr.ndim), keepdims=keepdim, dtype=dt)), arr)
 
     @staticmethod
     def backward(ctx, g):

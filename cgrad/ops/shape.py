@@ -565,7 +565,12 @@ class Index(Function):
         if ctx is not None:
             ctx._aux = (arr.shape, idx)
         if type(idx) is _TorchIndex:
-            return idx.take(arr)
+            out = idx.take(arr)
+            # torch's result of a contiguous input is contiguous (NumPy's a[:, [0, 1]] is
+            # not, and view() would raise on it where torch's works)
+            if arr.flags.c_contiguous and not out.flags.c_contiguous:
+                out = out.copy(order="C")
+            return out
         return _getitem(arr, idx)
 
     @staticmethod

@@ -20,6 +20,7 @@ from cgrad import _C
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
 from cgrad.ops.linalg import Permute
+from cgrad.ops._util import contiguous_result
 from cgrad.ops.reduce import _norm_dims
 from cgrad.ops.shape import SliceIndex, SelectIndex, View, reshape as _reshape
 
@@ -773,7 +774,7 @@ class Roll(Function):
     def forward(ctx, a, shifts, dims):
         if ctx is not None:
             ctx._aux = (shifts, dims)
-        return np.roll(a._data, shifts, dims)
+        return contiguous_result(np.roll(a._data, shifts, dims), a._data)
 
     @staticmethod
     def backward(ctx, g):
