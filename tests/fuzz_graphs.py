@@ -285,7 +285,18 @@ def _exec(env, pool, s):
         return None
     if k == "setitem_iadd":
         t, idx, v = args
-        t[idx] += v
+        # t[idx] += v, as Python runs it: the slice's in-place add gives t's base a history
+        # after t was made, so torch's quirk above applies to the store into t (read t's
+        # grad_fn between the two steps; cgrad regenerates it by itself).
+        tmp = t[idx]
+        tmp += v
+        if lib.__name__ == "torch":
+            try:
+                if t._is_view():
+                    t.grad_fn
+            except RuntimeError:
+                pass
+        t[idx] = tmp
         return None
     if k == "cf":
         return getattr(env.F, s.name).apply(*args, **kw)
@@ -1203,6 +1214,7 @@ class _Gen:
             if c == "reshape" and not m.contig:
                 out = self.fresh(shape_out, m.iv, m.rg)   # may copy: treat as new storage...
                 out.stor, out.base = m.stor, m.base       # ...but it may alias too
+                out.overlap = m.overlap       # (an expand's reshape to its shape is a view)
             else:
                 out = self.view_of(k, shape_out)
             form = self.pick([0, 1, 2])
@@ -1245,6 +1257,7 @@ class _Gen:
             if not m.contig and s1 > s0:
                 out = self.fresh(shape, m.iv, m.rg)
                 out.stor, out.base = m.stor, m.base
+                out.overlap = m.overlap
             else:
                 out = self.view_of(k, shape)
             self.emit("meth", "flatten", (R(k), s0, s1), outs=[out])
@@ -2155,7 +2168,9 @@ class _Gen:
         elif c == "clone":
             self.emit(self.pick(["fn", "meth"]), "clone", (R(k),),
                       outs=[self.fresh(sh, m.iv, m.rg)], uses=[k])
-        elif c in ("contiguous", "double"):
+        elif c == "double":         # float64 already: the tensor itself, as torch
+            out = self.view_of(k, sh)
+        elif c == "contiguous":
             out = self.view_of(k, sh, contig=True) if m.contig else self.fresh(sh, m.iv, m.rg)
             if not m.contig:
                 out.stor, out.base = m.stor, m.base
@@ -2215,9 +2230,12 @@ class _Gen:
             shape = _bshape(m.shape, mb.shape)
             B = mb.iv
             rg = m.rg or mb.rg
+            # elementwise in the forward: the binary-op layout rule of g_binary applies
+            lay = True if m.contig is True and mb.contig is True else None
             if name == "MulAdd":
                 iv = _iv_add(_iv_mul(A, B), A)
-                self.emit("cf", name, (R(k), R(b)), outs=[self.fresh(shape, iv, rg)],
+                self.emit("cf", name, (R(k), R(b)), outs=[self.fresh(shape, iv, rg,
+                                                                      contig=lay)],
                           uses=[k, b])
             elif name == "NoneGrad":
                 n = self.pick([257, 1000, 300000, 4096])
@@ -2228,13 +2246,14 @@ class _Gen:
                 if not _ok(iv):
                     return False
                 self.emit("cf", name, (R(k), R(b), n, s, t, None),
-                          outs=[self.fresh(shape, iv, rg)], uses=[k, b])
+                          outs=[self.fresh(shape, iv, rg, contig=lay)], uses=[k, b])
             else:
                 mat = self.coin(0.5)
                 keep = tuple(sorted(set(self.i(0, 2) for _ in range(self.i(1, 3)))))
                 ivs = [_iv_add(A, B), _iv_mul(A, B), _iv_sub(A, B)]
                 self.emit("cf", name, (R(k), R(b), mat), keep=keep,
-                          outs=[self.fresh(shape, ivs[p], rg) for p in keep], uses=[k, b])
+                          outs=[self.fresh(shape, ivs[p], rg, contig=lay) for p in keep],
+                          uses=[k, b])
             return True
         if name == "TanhOut":
             self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, _mono(math.tanh)(A), m.rg,

@@ -233,6 +233,9 @@ def _compare(prog, c, t):
     if ce is not None and _unsupported(ce[2]) and (te is None or te[:2] != ce[:2]):
         event("cgrad: unsupported (NotImplementedError)")
         reject()
+    if te is not None and "INTERNAL ASSERT FAILED" in str(te[2]):
+        event("torch: internal assert (a torch bug)")
+        reject()
     if ce is not None or te is not None:
         def show(x):
             if x is None:
