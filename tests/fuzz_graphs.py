@@ -670,6 +670,7 @@ UNARY = [u for u in UNARY if not (u[0] == "sin" and u[1] == "F")]
 
 # ops whose node saves its output (an in-place op on it breaks their backward)
 SAVES_OUT = {u[0] for u in UNARY if u[4]}
+_STEP_FUNCTIONS = {"sign", "floor", "round", "trunc"}
 
 
 # ======================================================================================
@@ -738,9 +739,14 @@ class _Gen:
     """Draws one program. Every `g_*` method tries to append steps for one category and
     returns False when nothing fitting exists in the pool."""
 
-    def __init__(self, draw, mode, min_nodes, max_nodes, wide=True):
+    def __init__(self, draw, mode, min_nodes, max_nodes, wide=True, fd=False):
         self.draw = draw
         self.mode = mode
+        # fd: checked against finite differences (no torch), so only programs whose gradients
+        # are the derivative of what they compute: no detach or no_grad steps, no custom
+        # Function whose backward ignores an input by design (NoneGrad, NonDiff; Once in
+        # double mode), no step functions (sign, floor, round, trunc)
+        self.fd = fd
         self.prog = Program()
         self.meta = []
         self.fl = []              # pool ids of non-empty float entries
@@ -944,7 +950,8 @@ class _Gen:
         if k is None:
             return False
         m = self.meta[k]
-        opts = [u for u in UNARY if u[2](m.iv) and _ok(_image(u[3], m.iv))]
+        opts = [u for u in UNARY if u[2](m.iv) and _ok(_image(u[3], m.iv))
+                and not (self.fd and u[0] in _STEP_FUNCTIONS)]
         if not opts:
             return False
         name, forms, _, image, saves = self.pick(opts)
@@ -965,7 +972,7 @@ class _Gen:
         kind = {"f": "fn", "m": "meth", "F": "F"}[form]
         if kind == "meth" and name == "neg" and self.coin(0.5):
             kind, name, args = "opr", "neg", (R(k),)
-        ng = self.coin(0.03)
+        ng = self.coin(0.03) and not self.fd
         out = self.fresh(m.shape, iv, m.rg and not ng, saves_out=saves,
                          contig=m.contig)
         if ng:
@@ -1086,7 +1093,7 @@ class _Gen:
         fname = name
         if form == "opr":
             fname = {"div": "truediv"}.get(name, name)
-        ng = self.coin(0.03)
+        ng = self.coin(0.03) and not self.fd
         if ng:
             out.rg, out.isleaf = False, True
         self.emit(form, fname, (R(a), R(b)), kw, outs=[out], uses=[a, b], nograd=ng)
@@ -1448,7 +1455,7 @@ class _Gen:
                         "zero_", "fill_", "copy_", "masked_fill_", "pow_", "sqrt_", "add_"])
         rg = False
         saves = False
-        ng = self.coin(0.03)
+        ng = self.coin(0.03) and not self.fd
         if op in ("zero_", "fill_", "masked_fill_") and m.overlap:
             return False    # torch writes through an expanded view here (deprecated); cgrad raises
 
@@ -2123,6 +2130,8 @@ class _Gen:
         sh = m.shape
         c = self.pick(["cat", "stack", "flip", "roll", "tile", "repeat", "clone", "contiguous",
                        "detach", "detach_rg", "double", "block_diag", "atleast_2d"])
+        if self.fd and c in ("detach", "detach_rg"):
+            c = "clone"
         if c == "cat":
             d = self.i(0, len(sh) - 1)
             others = []
@@ -2207,6 +2216,9 @@ class _Gen:
     def g_custom(self):
         name = self.pick(["MulAdd", "TanhOut", "Dirty", "NonDiff", "NoneGrad", "Multi", "Once",
                           "Setup", "Identity", "TrailingNone", "MulAdd", "Setup"])
+        if self.fd and (name in ("NonDiff", "NoneGrad")
+                        or name == "Once" and self.mode == "double"):
+            name = "MulAdd"     # (once_differentiable has no second derivative by design)
         if name == "Dirty":
             k = self._inplace_target()
             if k is None:
@@ -2384,10 +2396,10 @@ class _Gen:
 
 
 @st.composite
-def programs(draw, mode="backward", min_nodes=20, max_nodes=300, wide=True):
+def programs(draw, mode="backward", min_nodes=20, max_nodes=300, wide=True, fd=False):
     """A random program (see the module docstring) with a driver for `mode`: backward,
-    grad or double."""
-    return _Gen(draw, mode, min_nodes, max_nodes, wide).build()
+    grad or double. fd: only programs that finite differences can check (see _Gen)."""
+    return _Gen(draw, mode, min_nodes, max_nodes, wide, fd).build()
 
 
 def first_divergence(prog, lib_a, lib_b, rtol=1e-10):

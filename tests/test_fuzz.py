@@ -302,7 +302,7 @@ def _loss(prog, leaf_data):
             _, pool = run_program(prog, cgrad, leaf_data, hooks=False)
     total = 0.0
     for r, g in zip(prog.roots, prog.grad_outputs):
-        v = pool[r].numpy()
+        v = pool[r].detach().numpy()
         total += float(v.sum() if g is None else (v * g).sum())
     return total
 
@@ -324,11 +324,11 @@ def _fd_check(prog, grads_of_leaf, f=None, n_coords=4, h=1e-6):
         k, idx = coords[pick]
         li = prog.leaf_ids[k]
         vals = []
-        for s in (1, -1):
+        for s in (1, -1, 2, -2):
             d = [a.copy() for a in base]
             d[li][idx] += s * h
             vals.append(f(d))
-        fp, fm = vals
+        fp, fm, fp2, fm2 = vals
         an = grads_of_leaf[k][idx] if grads_of_leaf[k] is not None else 0.0
         if not np.isfinite(an):
             event("fd: non-finite analytic gradient (skipped)")
@@ -336,7 +336,11 @@ def _fd_check(prog, grads_of_leaf, f=None, n_coords=4, h=1e-6):
         right, left = (fp - f0) / h, (f0 - fm) / h
         central = (fp - fm) / (2 * h)
         noise = 1e-9 * (1 + abs(f0)) / h
-        if abs(right - left) > 1e-3 * (1 + abs(central)) + 4 * noise:
+        central2 = (fp2 - fm2) / (4 * h)
+        # a kink has one-sided differences that disagree; a jump at the point itself (sign(x)
+        # at x = 0: +J on both sides) has a central difference that scales as 1/h
+        if (abs(right - left) > 1e-3 * (1 + abs(central)) + 4 * noise
+                or abs(central - central2) > 1e-3 * (1 + abs(central)) + 4 * noise):
             event("fd: kink (coordinate skipped)")
             continue
         checked += 1
@@ -351,12 +355,21 @@ def _fd_compare(prog, c):
         e = c.error[2]
         if _unsupported(e):
             reject()
-        # without an oracle only torch's documented autograd errors are accepted
+        # Without an oracle no one can say whether torch would raise in the forward too: the
+        # generator's rare invalid steps (allow_bad, view() of a non-contiguous tensor) and
+        # the few steps its shape model gets wrong raise there in both libraries (the torch
+        # runs compare them). Such programs are discarded; in the backward phases only
+        # torch's documented autograd errors are accepted.
+        if c.error[0] == "forward" and isinstance(e, (RuntimeError, IndexError, ValueError)) \
+                and not isinstance(e, NotImplementedError):
+            event("fd: an error in the forward (discarded)")
+            reject()
         msg = str(e)
         known = ("modified by an inplace operation", "leaf Variable that requires grad",
                  "backward through the graph a second time", "does not require grad",
                  "differentiate twice", "appears to not have been used in the graph",
-                 "more than one element of the written-to tensor", "step must be greater")
+                 "more than one element of the written-to tensor", "step must be greater",
+                 "view size is not compatible with input tensor's size and stride")
         assert isinstance(e, (RuntimeError, ValueError)) and any(k in msg for k in known), \
             f"{type(e).__name__} in {c.error[0]} (step {c.error[1]}): {msg}"
         event("fd: a documented error")
@@ -416,22 +429,22 @@ def _run(prog, oracle):
     _compare(prog, c, t)
 
 
-@given(prog=programs(mode="backward"))
+@given(prog=programs(mode="backward", fd=TORCH is None))
 def test_fuzz_backward(oracle, prog):
     _run(prog, oracle)
 
 
-@given(prog=programs(mode="grad"))
+@given(prog=programs(mode="grad", fd=TORCH is None))
 def test_fuzz_grad(oracle, prog):
     _run(prog, oracle)
 
 
-@given(prog=programs(mode="double"))
+@given(prog=programs(mode="double", fd=TORCH is None))
 def test_fuzz_double_backward(oracle, prog):
     _run(prog, oracle)
 
 
-@given(prog=programs(mode="backward", min_nodes=20, max_nodes=60))
+@given(prog=programs(mode="backward", min_nodes=20, max_nodes=60, fd=TORCH is None))
 def test_fuzz_small_backward(oracle, prog):
     """Small programs: many more of them per second, and failures that shrink further."""
     _run(prog, oracle)
