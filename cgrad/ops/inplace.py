@@ -158,23 +158,49 @@ def _check_view(self):
             "call .clone() on the view first, or modify the base tensor")
 
 
-def _view_index(bd, vd):
-    """Flat indices (into a C-contiguous base array bd) of the elements of its view vd, or
-    None when that cannot be expressed (non-contiguous base, misaligned strides)."""
-    if not bd.flags.c_contiguous or bd.dtype.itemsize != vd.dtype.itemsize:
-        return None
-    item = bd.dtype.itemsize
-    off = vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]
-    if off % item or any(st % item for st in vd.strides):
-        return None
-    idx = np.full(vd.shape, off // item, dtype=np.int64)
-    for k, (n, st) in enumerate(zip(vd.shape, vd.strides)):
-        shape = [1] * vd.ndim
+def _offsets(arr, base_ptr, item):
+    """Memory offset (in items, from base_ptr) of every element of arr, in arr's shape."""
+    off = (arr.__array_interface__["data"][0] - base_ptr) // item
+    idx = np.full(arr.shape, off, dtype=np.int64)
+    for k, (n, st) in enumerate(zip(arr.shape, arr.strides)):
+        shape = [1] * arr.ndim
         shape[k] = n
         idx = idx + (np.arange(n, dtype=np.int64) * (st // item)).reshape(shape)
-    if idx.size and (idx.min() < 0 or idx.max() >= bd.size):
-        return None
     return idx
+
+
+def _view_index(bd, vd):
+    """Positions of the elements of the view vd in its base bd, as C-order flat indices into
+    bd's shape (what bd.reshape(-1) and zeros(bd.shape).flat use), or None when that cannot
+    be expressed (misaligned strides, an element outside bd, a base whose elements overlap).
+    A non-contiguous base (a transposed or sliced tensor) is mapped through its strides."""
+    item = bd.dtype.itemsize
+    if item != vd.dtype.itemsize:
+        return None
+    bptr = bd.__array_interface__["data"][0]
+    if (vd.__array_interface__["data"][0] - bptr) % item or \
+            any(st % item for st in vd.strides + bd.strides):
+        return None
+    idx = _offsets(vd, bptr, item)
+    if bd.flags.c_contiguous:
+        if idx.size and (idx.min() < 0 or idx.max() >= bd.size):
+            return None
+        return idx
+    # general base: a table from memory offset to the base element's C-order position
+    boff = _offsets(bd, bptr, item).reshape(-1)
+    if not boff.size:
+        return idx if not idx.size else None
+    lo, hi = int(boff.min()), int(boff.max())
+    if idx.size and (idx.min() < lo or idx.max() > hi):
+        return None
+    table = np.full(hi - lo + 1, -1, dtype=np.int64)
+    table[boff - lo] = np.arange(boff.size, dtype=np.int64)
+    if np.count_nonzero(table >= 0) != boff.size:
+        return None                     # the base's own elements overlap (an expand)
+    pos = table[idx - lo]
+    if pos.size and pos.min() < 0:
+        return None                     # an element in a gap of the base's memory
+    return pos
 
 
 def _record_on_view(self, compute, saves_self):
@@ -389,6 +415,19 @@ class Fill(Function):
         return _zeros(g), None
 
 
+class FillSetitem(Fill):
+    """t[:] = number (torch wraps the number: fill_ with a 0-d tensor that needs no grad)."""
+    _node_name = "FillBackward3"
+
+
+def _is_whole(idx):
+    """An index that torch's setitem resolves to the tensor itself: full slices and Ellipsis
+    (applySlice returns self for 0:len:1)."""
+    parts = idx if type(idx) is tuple else (idx,)
+    return all(p is Ellipsis or (type(p) is slice and p.start is None and p.stop is None
+                                 and p.step is None) for p in parts)
+
+
 class FillTensor(Function):
     """fill_(0-d tensor): gradient to the value is the sum of g."""
     _node_name = "FillBackward3"
@@ -500,7 +539,9 @@ class CopySlices(IndexPut):
 class CopySlicesFlat(Function):
     """base with base.flat[idx] = vals (Note [In-place on a view])."""
     _node_name = "CopySlices"
-    _cg_saves = True      # torch frees CopySlices' fn (Note [Freed saved values])
+    # No _cg_saves: torch's CopySlices raises on a second backward only when its fn (the
+    # in-place op's node) saved something, and here that node is the next one (out's), which
+    # raises by itself if it saves; a fill or copy into a view runs again, as in torch.
 
     @staticmethod
     def forward(ctx, base, idx, vals):
@@ -625,6 +666,15 @@ def setitem(self, idx, value):
         if v is not None and _partial(region, v):
             raise RuntimeError(_PARTIAL_MSG)
     if needs_record(self, value):
+        if _is_whole(idx) and not (isinstance(value, _C.TensorBase) and value.ndim > self.ndim):
+            # torch: t[:], t[...], t[:, :] are t itself, so the value is filled or copied into
+            # t (FillBackward3 / CopyBackwards, which save nothing), not through CopySlices
+            if not isinstance(value, _C.TensorBase):
+                return record(self, lambda src: FillSetitem.apply(src, value), saves_self=False)
+            if value._data.dtype != self._data.dtype:
+                value = value.to(self.dtype)
+            cls = FillTensor if value.ndim == 0 else Copy
+            return record(self, lambda src: cls.apply(src, value), saves_self=False)
         cls = CopySlices if _is_basic(idx) else IndexPut
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
