@@ -1641,7 +1641,10 @@ class _Gen:
             if isinstance(key, tuple):
                 key = tuple(np.asarray(x, dtype=np.int64) if isinstance(x, np.ndarray)
                             else x for x in key)
-            self.emit("opr", "getitem", (R(k), key), outs=[self.fresh(shape, iv, m.rg)],
+            # torch's result of a non-contiguous input follows the kept dims' strides (its
+            # TensorIterator), NumPy's follows its own rule: a known layout difference
+            self.emit("opr", "getitem", (R(k), key),
+                      outs=[self.fresh(shape, iv, m.rg, contig=True if m.contig else None)],
                       uses=uses)
             return True
         d = self.i(0, nd - 1)
