@@ -249,19 +249,26 @@ def _inplace_step(s):
             or (s.kind == "opr" and s.name in ("iadd", "isub", "imul", "itruediv")))
 
 
+def _regenerate_torch_view(lib, t):
+    """torch 2.13 quirks: an in-place op on a view whose base got history after the view was
+    made raises "a leaf Variable that requires grad is being used in an in-place operation",
+    and register_hook on it segfaults (x = leaf * 1; v = x.t(); x.tanh_();
+    v.register_hook(f)), unless the view's grad_fn was read first (which regenerates it; its
+    requires_grad and is_leaf then say True and False). Reading it changes nothing else;
+    cgrad regenerates by itself."""
+    if lib.__name__ != "torch":
+        return
+    try:
+        if t._is_view():
+            t.grad_fn
+    except RuntimeError:
+        pass
+
+
 def _exec(env, pool, s):
     lib = env.lib
-    if lib.__name__ == "torch" and _inplace_step(s) and type(s.args[0]) is R:
-        # torch 2.13 quirk: an in-place op on a view whose base got history after the view
-        # was made raises "a leaf Variable that requires grad is being used in an in-place
-        # operation" unless the view's grad_fn was read first (which regenerates it; its
-        # requires_grad and is_leaf then say True and False). Reading it changes nothing else.
-        t = pool[s.args[0].i]
-        try:
-            if t._is_view():
-                t.grad_fn
-        except RuntimeError:
-            pass
+    if _inplace_step(s) and type(s.args[0]) is R:
+        _regenerate_torch_view(lib, pool[s.args[0].i])
     args = _resolve(s.args, pool, lib)
     kw = {k: _resolve(v, pool, lib) for k, v in s.kw.items()} if s.kw else {}
     k = s.kind
@@ -286,31 +293,17 @@ def _exec(env, pool, s):
     if k == "setitem_iadd":
         t, idx, v = args
         # t[idx] += v, as Python runs it: the slice's in-place add gives t's base a history
-        # after t was made, so torch's quirk above applies to the store into t (read t's
-        # grad_fn between the two steps; cgrad regenerates it by itself).
+        # after t was made, so torch's quirk applies to the store into t
         tmp = t[idx]
         tmp += v
-        if lib.__name__ == "torch":
-            try:
-                if t._is_view():
-                    t.grad_fn
-            except RuntimeError:
-                pass
+        _regenerate_torch_view(lib, t)
         t[idx] = tmp
         return None
     if k == "cf":
         return getattr(env.F, s.name).apply(*args, **kw)
     if k == "hook":
         t, hid, kind, c = args
-        if lib.__name__ == "torch":
-            # torch 2.13 segfaults in register_hook on a view whose base was modified in
-            # place after the view was made (x = leaf * 1; v = x.t(); x.tanh_();
-            # v.register_hook(f)) unless the view's grad_fn was read first, which
-            # regenerates it. Reading it changes nothing else.
-            try:
-                t.grad_fn
-            except RuntimeError:
-                pass
+        _regenerate_torch_view(lib, t)
         if env.hooks or kind == "observe":
             env.handles.append(t.register_hook(_make_hook(env, hid, kind, c)))
         return None
