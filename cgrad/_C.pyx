@@ -2700,6 +2700,20 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     fn = node._fn
     if fn is None:
         raise RuntimeError(f"{type(node).__name__} has no backward")
+    if needed != NULL and (<_FnInfo>fn).builtin:
+        # Note [Nothing needed]: a built-in node that runs in a pruned run although none of
+        # its inputs needs a gradient (the node of a non-leaf passed as `inputs=` to
+        # backward, which runs for its hooks, as in torch) computes nothing and unpacks
+        # nothing: its post hooks see no gradients. torch's generated backwards skip every
+        # gradient formula there too, so a second backward through such a node runs when its
+        # torch counterpart saved nothing (a 1-D matmul ends in a squeeze there).
+        for e in range(c.n_edges):
+            if needed[e]:
+                break
+        else:
+            if x is not None and x.post_hooks is not None:
+                _run_post_hooks(x, (None,) * node._n_args, grads[1:])
+            return 0
     if node._released and (<_FnInfo>fn).builtin:
         raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
     fn = _backward_of(fn)
