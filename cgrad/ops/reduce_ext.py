@@ -688,17 +688,18 @@ class VectorNorm(Function):
         if p == 0:
             return None, None, None, None
         g = _restore(g, arr.shape, dims, keepdim)
-        sgn = _const(np.sign(arr))
+        # as torch, x.sgn() is a step of the graph (of zero gradient) for ord 1 and +-inf: a
+        # double backward reaches x through it, and so do the hooks upstream of x
         if p == 1:
-            return g * sgn, None, None, None
+            return x.sgn() * g, None, None, None
         if abs(p) == _INF:
             a = np.abs(arr)
             res = _restore_arr(out._data, arr.shape, dims)
             mask = (a == res) | np.isnan(a)
-            count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True)
-            with _errstate():
-                w = np.sign(arr) * mask / count.astype(arr.dtype)
-            return g * _const(w.astype(arr.dtype)), None, None, None
+            count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True).astype(arr.dtype)
+            return x.sgn() * ((g / _const(count)) * _const(mask.astype(arr.dtype))), \
+                None, None, None
+        sgn = _const(np.sign(arr))
         zero = arr == 0
         res = _restore(out, arr.shape, dims, keepdim)
         rzero = res._data == 0
