@@ -1682,7 +1682,7 @@ def _register_binops(dict table, neg, list_to_tensor, promote):
     _list_to_tensor = list_to_tensor
 
 
-cdef object _promote_py = None     # cgrad.ops.elementwise._promote_any(out, x, y_or_scalar)
+cdef object _promote_py = None     # cgrad.ops.promotion.promote_any(out, x, y_or_scalar)
 
 # Note [Operator fast path]: + - * / between tensors and scalars are the hottest calls in
 # any model, so _binop computes them here instead of going through Function.apply and a
@@ -2703,14 +2703,20 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if needed != NULL and (<_FnInfo>fn).builtin:
         # Note [Nothing needed]: a built-in node that runs in a pruned run although none of
         # its inputs needs a gradient (the node of a non-leaf passed as `inputs=` to
-        # backward, which runs for its hooks, as in torch) computes nothing and unpacks
-        # nothing: its post hooks see no gradients. torch's generated backwards skip every
-        # gradient formula there too, so a second backward through such a node runs when its
-        # torch counterpart saved nothing (a 1-D matmul ends in a squeeze there).
+        # backward, which runs for its hooks, as in torch) computes nothing: its post hooks
+        # see no gradients. As torch's generated backwards it still unpacks its saved
+        # tensors (the version check, "backward through the graph a second time"), except
+        # where torch's node of that name is the view or copy that ends a composite and saved
+        # nothing (`_cg_composite`: a 1-D @ 2-D matmul ends in SqueezeBackward4 there).
         for e in range(c.n_edges):
             if needed[e]:
                 break
         else:
+            if not getattr((<_FnInfo>fn).cls, "_cg_composite", False):
+                if node._released:
+                    raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
+                if node._has_saved:
+                    node._unpack_saved()
             if x is not None and x.post_hooks is not None:
                 _run_post_hooks(x, (None,) * node._n_args, grads[1:])
             return 0

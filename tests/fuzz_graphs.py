@@ -252,9 +252,10 @@ def _inplace_step(s):
 def _regenerate_torch_view(lib, t):
     """torch 2.13 quirks: an in-place op on a view whose base got history after the view was
     made raises "a leaf Variable that requires grad is being used in an in-place operation",
-    and register_hook on it segfaults (x = leaf * 1; v = x.t(); x.tanh_();
-    v.register_hook(f)), unless the view's grad_fn was read first (which regenerates it; its
-    requires_grad and is_leaf then say True and False). Reading it changes nothing else;
+    register_hook on it segfaults (x = leaf * 1; v = x.t(); x.tanh_();
+    v.register_hook(f)), and retain_grad() on it does nothing (its C++ is_leaf reads the
+    stale, empty grad_fn), unless the view's grad_fn was read first (which regenerates it;
+    its requires_grad and is_leaf then say True and False). Reading it changes nothing else;
     cgrad regenerates by itself."""
     if lib.__name__ != "torch":
         return
@@ -309,6 +310,7 @@ def _exec(env, pool, s):
         return None
     if k == "retain":
         if env.hooks:
+            _regenerate_torch_view(lib, args[0])
             args[0].retain_grad()
         return None
     raise ValueError(f"unknown step kind {k}")
@@ -1386,7 +1388,7 @@ class _Gen:
 
     def _basic_index(self, sh):
         """A basic index (ints, slices with step 1 or 2, None, Ellipsis). No negative step:
-        torch raises ValueError, cgrad deliberately supports it (ops/shape.py::index)."""
+        torch raises ValueError, cgrad deliberately supports it (ops/indexing.py::index)."""
         items = []
         ell = False
         for d, n in enumerate(sh):
