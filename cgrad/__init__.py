@@ -17,7 +17,7 @@ from cgrad._dtype import (bool, complex64, complex128, double, float, float16, f
                           float64, get_default_dtype, half, int, int8, int16, int32, int64,
                           long, set_default_dtype, short, uint8)
 from cgrad.tensor import Size, Tensor, typename
-from cgrad.ops.reduce import sum_to as _sum_to
+from cgrad.ops.reductions import sum_to as _sum_to
 
 
 def _cast(g, dtype):
@@ -29,36 +29,48 @@ def _cast(g, dtype):
 
 _C._register(Tensor, _sum_to, _cast)
 
+from cgrad import ops  # noqa: E402
 from cgrad import autograd  # noqa: E402
+from cgrad import linalg  # noqa: E402  # the cgrad.linalg namespace
+from cgrad import sparse  # noqa: E402  # sparse: the cgrad.sparse namespace
+from cgrad.functional import *  # noqa: E402,F401,F403
+from cgrad.functional import __all__ as _fn_all  # noqa: E402
+
+
+def _wire():
+    """The one place where lower layers receive pieces of higher ones (docs/ARCHITECTURE.md):
+    Tensor's methods that call ops, autograd and sparse (Note [Tensor bindings]), the op
+    tables installed as Tensor methods and cgrad.* functions, and sparse products in
+    ops.linalg. Runs once, before any layer above the op library is imported."""
+    from cgrad import tensor
+    from cgrad.ops import OP_MODULES, arithmetic, indexing, inplace, linalg as _linalg, shape
+    tensor._bind(ops, indexing.index, shape.reshape, inplace, arithmetic.add_alpha,
+                 autograd.backward, sparse.to_sparse, indexing.masked_fill)
+    _linalg._sparse.update(matmul=sparse.matmul, mm=sparse._ops.mm)
+    sparse._tensor._OPS.update(matmul=sparse._ops.matmul, mm=sparse._ops.mm,
+                               sum=sparse._ops._tensor_sum, SegmentSum=sparse._ops.SegmentSum,
+                               SegmentGather=sparse._ops.SegmentGather)
+    g = globals()
+    for mod in OP_MODULES:
+        for name, fn in mod.TENSOR_METHODS.items():
+            setattr(Tensor, name, fn)
+        for name, fn in mod.FUNCTIONS.items():
+            g[name] = fn
+    g["mm"] = sparse._sparse_aware_mm(g["mm"])  # sparse: cgrad.mm(sparse, dense)
+
+
+_wire()
+
 from cgrad._creation import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
                              full, full_like, linspace, manual_seed, ones, ones_like, rand,
                              randint, randn, tensor, zeros, zeros_like)
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                       no_grad, set_grad_enabled)
-from cgrad.functional import *  # noqa: E402,F401,F403
-from cgrad.functional import __all__ as _fn_all  # noqa: E402
-
 from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402
 from cgrad import utils  # noqa: E402
-
-
-def _install_extensions():
-    from cgrad.ops import EXTENSION_MODULES
-    g = globals()
-    for mod in EXTENSION_MODULES:
-        for name, fn in mod.TENSOR_METHODS.items():
-            setattr(Tensor, name, fn)
-        for name, fn in mod.FUNCTIONS.items():
-            g[name] = fn
-
-
-_install_extensions()
-
-from cgrad import sparse  # noqa: E402  # sparse: the cgrad.sparse namespace
 from cgrad.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402  # sparse:
-mm = sparse._sparse_aware_mm(mm)  # noqa: F405  # sparse: cgrad.mm(sparse, dense)
 
 
 def is_tensor(obj):

@@ -658,9 +658,9 @@ def adopt_functions(namespace, module):
 def function_names():
     """The names of the functions installed from the op tables as cgrad.<name>."""
     from cgrad import functional
-    from cgrad.ops import EXTENSION_MODULES
+    from cgrad.ops import OP_MODULES
     names = set(functional.__all__) | {"mm"}
-    for mod in EXTENSION_MODULES:
+    for mod in OP_MODULES:
         names |= {k for k, v in mod.FUNCTIONS.items() if callable(v)}
     _FUNCTION_NAMES.update(names)
     return sorted(names)

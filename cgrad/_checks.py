@@ -175,3 +175,36 @@ def check_int(value, fname, name, pos):
     if not -2 ** 63 <= v <= _INT64_MAX:
         raise ValueError("Overflow when unpacking long long")
     return v
+
+
+def _dim_int(d):
+    """A dim given as an int-like (NumPy int, 0-d integer tensor); torch's TypeError else."""
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise TypeError(f"argument 'dim' must be int or tuple of ints, not {type_name(d)}") \
+            from None
+
+
+def _norm_dims(dim, ndim, unique=False):
+    """dim (an int or ints) as non-negative dims; torch's errors for a bad type, a dim out of
+    range and (unique) a dim given twice."""
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        dim = (dim,)
+    elif not isinstance(dim, (tuple, list)):
+        dim = (_dim_int(dim),)
+    out = []
+    for d in dim:
+        if type(d) is not int:
+            d = _dim_int(d)
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
+                f"{max(ndim, 1) - 1}], but got {d})")
+        out.append(d % ndim if ndim else 0)
+    if unique and len(out) > 1 and len(set(out)) < len(out):
+        dup = next(d for i, d in enumerate(out) if d in out[:i])
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+    return tuple(out)

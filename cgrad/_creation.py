@@ -406,8 +406,7 @@ def _random(fname, kernel, draw, size, dtype, generator, device, requires_grad):
 
 
 def _torch_name(dt):
-    from cgrad.ops.binary import torch_type_name
-    return torch_type_name(dt)
+    return _dtype.torch_type_name(dt)
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):

@@ -39,3 +39,13 @@ def to_dtype(d):
     if d is None:
         return None
     return np.dtype(d)
+
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def torch_type_name(dt):
+    """torch's name of a dtype in kernel error messages ('Float', 'Long', ...)."""
+    return _TORCH_NAMES.get(str(dt), str(dt))

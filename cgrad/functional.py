@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from cgrad import ops as _ops
 
-# matmul, mm, mv, dot, t, transpose and div are installed from cgrad/ops (linalg_ext, binary)
+# matmul, mm, mv, dot, t, transpose and div are installed from cgrad/ops (linalg, arithmetic)
 __all__ = ["exp", "log", "sum", "mean", "reshape", "neg", "add", "sub", "mul", "pow"]
 
 
@@ -32,11 +32,11 @@ def neg(input):
 
 
 def add(input, other, *, alpha=1):
-    return _ops.elementwise.add_alpha(input, other, alpha)
+    return _ops.arithmetic.add_alpha(input, other, alpha)
 
 
 def sub(input, other, *, alpha=1):
-    return _ops.elementwise.add_alpha(input, other, alpha, True)
+    return _ops.arithmetic.add_alpha(input, other, alpha, True)
 
 
 def mul(input, other):

@@ -10,7 +10,7 @@ tensor([4., 3.], grad_fn=<LinalgSvdBackward0>)
 
 ``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``, ``qr`` and ``eigh`` take batches of
 matrices and raise ``LinAlgError`` (a RuntimeError) for singular or non positive-definite
-input, as torch (cgrad/ops/linalg_dec.py).
+input, as torch (cgrad/ops/decompositions.py).
 
 Every function is differentiable, twice and more (backward is written with cgrad ops); the
 singular-value based norms ('nuc', 2, -2) follow torch's ``svd_backward`` and, as in torch,
@@ -19,10 +19,10 @@ their gradients are undefined (infinite) where singular values repeat.
 from __future__ import annotations
 
 from cgrad.ops.linalg import matmul
-from cgrad.ops.linalg_dec import (LinAlgError, cholesky, det, eigh, inv, qr, slogdet,
-                                  solve)
-from cgrad.ops.linalg_ext import (matrix_norm, norm, svd, svdvals, vecdot,
-                                  vector_norm)
+from cgrad.ops.decompositions import LinAlgError, cholesky, det, eigh, inv, qr, slogdet, solve
+from cgrad.ops.norms import matrix_norm, norm, vector_norm
+from cgrad.ops.decompositions import svd, svdvals
+from cgrad.ops.linalg import vecdot
 
 __all__ = ["LinAlgError", "cholesky", "det", "eigh", "inv", "matmul", "matrix_norm", "norm",
            "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]

@@ -10,18 +10,28 @@ import numpy as np
 from cgrad import _C
 from cgrad import _checks
 from cgrad import _dtype
-from cgrad import ops as _ops
 from cgrad._tensor_str import format_tensor
-from cgrad.ops.shape import index as _index
-from cgrad.ops.shape import reshape as _reshape
-from cgrad.ops import inplace as _inplace
-from cgrad.ops.elementwise import add_alpha as _add_alpha
 
-_IADD = _inplace.ufunc_inplace(np.add)
-_ISUB = _inplace.ufunc_inplace(np.subtract)
-_IMUL = _inplace.ufunc_inplace(np.multiply)
-_IDIV = _inplace.ufunc_inplace(np.true_divide)
-_IPOW = _inplace.ufunc_inplace(np.power)
+# Note [Tensor bindings]: methods of Tensor call the op library (cgrad/ops), the autograd API
+# and sparse, which are layers above this module. This module imports none of them: they are
+# handed over by _bind, called once at import of cgrad (cgrad/__init__.py, _wire: the one
+# place where a lower layer receives pieces of higher ones; docs/ARCHITECTURE.md).
+_ops = _index = _reshape = _inplace = _add_alpha = None
+_backward = _to_sparse = _masked_fill = None
+_IADD = _ISUB = _IMUL = _IDIV = _IPOW = None
+
+
+def _bind(ops, index, reshape, inplace, add_alpha, backward, to_sparse, masked_fill):
+    """Note [Tensor bindings]."""
+    global _ops, _index, _reshape, _inplace, _add_alpha, _backward, _to_sparse, _masked_fill
+    global _IADD, _ISUB, _IMUL, _IDIV, _IPOW
+    _ops, _index, _reshape, _inplace, _add_alpha = ops, index, reshape, inplace, add_alpha
+    _backward, _to_sparse, _masked_fill = backward, to_sparse, masked_fill
+    _IADD = inplace.ufunc_inplace(np.add)
+    _ISUB = inplace.ufunc_inplace(np.subtract)
+    _IMUL = inplace.ufunc_inplace(np.multiply)
+    _IDIV = inplace.ufunc_inplace(np.true_divide)
+    _IPOW = inplace.ufunc_inplace(np.power)
 
 
 _AXPY = {}
@@ -50,7 +60,7 @@ def _float_only(ufunc, name):
     def fn(a):
         if a.dtype.kind not in "fc":
             raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                               f"{_inplace.torch_type_name(a.dtype)}")
+                               f"{_dtype.torch_type_name(a.dtype)}")
         ufunc(a, out=a)
     return fn
 
@@ -191,8 +201,7 @@ class Tensor(_C.TensorBase):
         try:
             return self._data.shape[dim]
         except (IndexError, TypeError):
-            from cgrad.ops.reduce import _norm_dims
-            _norm_dims(_checks.check_int(dim, "size", "dim", 1), self._data.ndim)
+            _checks._norm_dims(_checks.check_int(dim, "size", "dim", 1), self._data.ndim)
             raise
 
     @property
@@ -258,8 +267,7 @@ class Tensor(_C.TensorBase):
     # -- autograd ----------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute the gradient of this tensor w.r.t. graph leaves (torch semantics)."""
-        from cgrad.autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # -- conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
@@ -329,8 +337,7 @@ class Tensor(_C.TensorBase):
 
     def to_sparse(self, sparse_dim=None):  # sparse: Tensor.to_sparse()
         """A coalesced sparse COO tensor holding the nonzero entries (1-D or 2-D)."""
-        from cgrad.sparse import to_sparse
-        return to_sparse(self, sparse_dim)
+        return _to_sparse(self, sparse_dim)
 
     # -- arithmetic: + - * / ** and unary - are C slots of TensorBase (see _C._binop) ----
     __array_ufunc__ = None   # make NumPy defer to our reflected operators
@@ -469,8 +476,7 @@ class Tensor(_C.TensorBase):
 
     def neg_(self):
         if self._data.dtype == np.bool_:
-            from cgrad.ops.elementwise import _NEG_BOOL
-            raise RuntimeError(_NEG_BOOL)
+            raise RuntimeError(_ops.arithmetic._NEG_BOOL)
         return _inplace.apply_inplace(self, lambda a: np.negative(a, out=a), (),
                                       lambda s: -s, False)
 
@@ -518,12 +524,11 @@ class Tensor(_C.TensorBase):
             lambda s: _inplace.Copy.apply(s, src), False)
 
     def masked_fill_(self, mask, value):
-        import cgrad
         _inplace.check_mask_fill(self, mask, value, "masked_fill_")
         return _inplace.apply_inplace(
             self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
                                             casting="unsafe"),
-            (mask, value), lambda s: cgrad.masked_fill(s, mask, value), False,
+            (mask, value), lambda s: _masked_fill(s, mask, value), False,
             overlap_check=False)          # torch does not check masked_fill_'s value
 
     def __setitem__(self, idx, value):
@@ -629,7 +634,7 @@ def _uniform_bounds(args, kwargs):
 def _view_dtype(t, dt):
     """Tensor.view(dtype): the same bytes read as another dtype (not differentiable, as in
     torch); with a different element size the last dimension shrinks or grows."""
-    from cgrad.ops.binary import torch_type_name as tn
+    tn = _dtype.torch_type_name
     a = t._data
     src = a.dtype
     if dt.itemsize != src.itemsize:

@@ -3,7 +3,7 @@
 It walks ``grad_fn`` / ``next_functions`` of cgrad tensors iteratively (no recursion), counts
 dependencies, runs each node's ``_forward_cls.backward(node, *grads)`` in topological order
 (most recently created ready node first, as torch), sums gradients per (node, input_nr)
-out of place, reduces broadcast gradients with ``cgrad.ops.reduce.sum_to``, and returns
+out of place, reduces broadcast gradients with ``cgrad.ops.reductions.sum_to``, and returns
 ``{id(leaf): ndarray}`` for every leaf reached through an AccumulateGrad node.
 
 It never releases saved tensors (retain_graph semantics) and never touches ``.grad``, so
@@ -23,7 +23,7 @@ import numpy as np
 
 import cgrad
 from cgrad import _C
-from cgrad.ops.reduce import sum_to
+from cgrad.ops.reductions import sum_to
 
 
 def _is_acc(node):

@@ -1,4 +1,4 @@
-"""Elementwise ops (cgrad/ops/unary.py, cgrad/ops/binary.py), driven by one table (OPS).
+"""Elementwise ops (cgrad/ops/pointwise.py, cgrad/ops/comparison.py, cgrad/ops/arithmetic.py), driven by one table (OPS).
 
 For every row:
 * the forward equals a NumPy/SciPy reference, in float32 and float64, with the input's dtype;

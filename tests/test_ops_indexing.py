@@ -1,5 +1,5 @@
-"""Indexing ops: a[idx] with torch's semantics (cgrad/ops/shape.py) and the index-tensor ops
-of cgrad/ops/indexing.py (index_select, gather, take_along_dim, scatter, scatter_add,
+"""Indexing ops: a[idx] with torch's semantics (cgrad/ops/indexing.py) and the index-tensor ops
+of cgrad/ops/gather_scatter.py and indexing.py (index_select, gather, take_along_dim, scatter, scatter_add,
 index_add, masked_fill, masked_select, take, select), driven by one table (OPS) and the
 harness of tests/test_ops_shape.py: forward vs NumPy, gradcheck + gradgradcheck (float64),
 values and vector-Jacobian products vs torch, node names vs torch, views vs torch, gradient

@@ -1,4 +1,4 @@
-"""Linear algebra (cgrad/ops/linalg.py, cgrad/ops/linalg_ext.py, cgrad.linalg), driven by one
+"""Linear algebra (cgrad/ops/linalg.py, einsum.py, decompositions.py, norms.py, cgrad.linalg), driven by one
 op table (OPS).
 
 For every row:

@@ -1,4 +1,4 @@
-"""Reductions, scans and softmax (cgrad/ops/reduce_ext.py), driven by one op table (OPS).
+"""Reductions, scans and softmax (cgrad/ops/reductions.py), driven by one op table (OPS).
 
 For every row of OPS:
 * the forward equals a NumPy reference, in float32 and float64, with the input's dtype;

@@ -1,4 +1,4 @@
-"""Shape ops (cgrad/ops/shape.py, cgrad/ops/shape_ext.py), driven by one table (OPS).
+"""Shape ops (cgrad/ops/shape.py, cgrad/ops/joining.py), driven by one table (OPS).
 
 For every row (the harness, table_tests, is shared with tests/test_ops_indexing.py):
 * the forward equals a NumPy reference, in float32 and float64, with the input's dtype

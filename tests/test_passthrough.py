@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import cgrad
-from cgrad.ops import elementwise
+from cgrad.ops import arithmetic
 
 
 def test_gradients_broadcast_and_cast_as_the_backward_would():
@@ -31,7 +31,7 @@ def test_node_names_and_next_functions_unchanged():
 
 
 def test_a_patched_backward_runs_as_written(monkeypatch):
-    monkeypatch.setattr(elementwise.Add, "backward",
+    monkeypatch.setattr(arithmetic.Add, "backward",
                         staticmethod(lambda ctx, g: (g * 2.0, g * 3.0)))
     x = cgrad.ones(2, requires_grad=True)
     y = cgrad.ones(2, requires_grad=True)

@@ -25,7 +25,7 @@ from op_samples import F_SAMPLES, SAMPLES  # noqa: E402
 import cgrad  # noqa: E402
 import cgrad.functional as _cfunctional  # noqa: E402
 import cgrad.nn.functional as _cF  # noqa: E402
-from cgrad.ops import EXTENSION_MODULES  # noqa: E402
+from cgrad.ops import OP_MODULES  # noqa: E402
 
 # cholesky and qr (cgrad's and torch's) warn that they are deprecated: not what these test
 pytestmark = pytest.mark.filterwarnings(
@@ -64,7 +64,7 @@ TORCH_F_ONLY = {"elu", "gelu", "leaky_relu", "silu", "softplus"}
 
 def _tables():
     fns, methods = set(_cfunctional.__all__), set(TENSOR_PY_OPS) | OPERATORS
-    for mod in EXTENSION_MODULES:
+    for mod in OP_MODULES:
         fns |= set(mod.FUNCTIONS)
         methods |= set(mod.TENSOR_METHODS)
     return fns - NOT_CALLABLE, methods

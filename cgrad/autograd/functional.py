@@ -28,7 +28,7 @@ def _is_tensor(x):
 
 
 def _grad(outputs, inputs, grad_outputs=None, **kw):
-    from cgrad.autograd import grad
+    from cgrad.autograd.engine import grad
     return grad(outputs, inputs, grad_outputs, **kw)
 
 

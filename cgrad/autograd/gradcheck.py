@@ -127,7 +127,7 @@ def _wrap(arr):
 
 
 def _grad(outputs, inputs, grad_outputs, **kw):
-    from cgrad.autograd import grad
+    from cgrad.autograd.engine import grad
     return grad(outputs, inputs, grad_outputs, **kw)
 
 

@@ -45,14 +45,15 @@ import numbers
 import numpy as np
 
 from cgrad._warn import warn as _warn
-from cgrad.ops.binary import torch_type_name
+from cgrad.ops.promotion import torch_type_name
 
 from cgrad import _C
 from cgrad import _checks
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops.binary import mask_fill
-from cgrad.ops.linalg import Mm, T
+from cgrad.ops.comparison import mask_fill
+from cgrad.ops.linalg import Mm
+from cgrad.ops.shape import T
 from cgrad.ops.shape import UnsafeView, View
 
 __all__ = [
@@ -370,9 +371,9 @@ def _log_softmax_np(x, axis):
     return s
 
 
-# the op library's nodes (cgrad/ops/reduce_ext.py): one SoftmaxBackward0 / LogSoftmaxBackward0
-from cgrad.ops.reduce_ext import LogSoftmax as _LogSoftmax  # noqa: E402
-from cgrad.ops.reduce_ext import Softmax as _Softmax  # noqa: E402
+# the op library's nodes (cgrad/ops/reductions.py): one SoftmaxBackward0 / LogSoftmaxBackward0
+from cgrad.ops.reductions import LogSoftmax as _LogSoftmax  # noqa: E402
+from cgrad.ops.reductions import Softmax as _Softmax  # noqa: E402
 
 
 def _get_softmax_dim(name, ndim, stacklevel):
@@ -825,7 +826,7 @@ def _warn_size(input, target):
 
 
 def _result_dtype(x, t):
-    from cgrad.ops.elementwise import result_dtype
+    from cgrad.ops.promotion import result_dtype
     return result_dtype(x, t)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cgrad._checks import _dim_int, _norm_dims  # noqa: F401  (re-exported)
 from cgrad._C import TensorBase
 
 
@@ -31,3 +32,5 @@ def contiguous_result(out, arr):
     if arr.flags.c_contiguous or not isinstance(out, np.ndarray) or out.flags.c_contiguous:
         return out
     return out.copy(order="C")      # (np.ascontiguousarray would make a 0-d result 1-d)
+
+

@@ -1,8 +1,11 @@
-"""Elementwise arithmetic.
+"""Arithmetic (see cgrad/ops/__init__.py for the conventions): + - * / ** and unary -
+(the classes behind the operator slots, BINOPS), exp and log, dtype conversion (ToCopy),
+add/sub with alpha, and floor division, remainder, fmod, div with rounding_mode.
 
 Binary ops return unreduced gradients: the engine sums them back to each input's shape
-(broadcasting), see cgrad/ops/reduce.py::sum_to. Each binary op has a tensor-tensor class and
-tensor-scalar classes (as torch's mul.Tensor / mul.Scalar); both name their node as torch does.
+(broadcasting), see cgrad/ops/reductions.py::sum_to. Each binary op has a tensor-tensor class
+and tensor-scalar classes (as torch's mul.Tensor / mul.Scalar); both name their node as torch
+does. Result dtypes follow cgrad/ops/promotion.py.
 
 NOTE: built-in ops receive ``ctx=None`` when no graph is recorded (the fast path of apply), so
 every forward guards its ctx writes with ``if ctx is not None``.
@@ -13,67 +16,11 @@ import math
 
 import numpy as np
 
-from cgrad import _dtype
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
-
-_f64 = np.dtype("float64")
-
-
-def _cat(dt):
-    return 0 if dt.kind == "b" else (1 if dt.kind in "iu" else 2)
-
-
-def result_dtype(x, y):
-    """torch's type promotion for x (ndarray) with y (ndarray or Python scalar): categories
-    bool < integer < float; a Python scalar or a 0-d tensor only raises the category."""
-    cx = _cat(x.dtype)
-    if not isinstance(y, np.ndarray):
-        cy = 0 if isinstance(y, (bool, np.bool_)) else (1 if isinstance(y, (int, np.integer))
-                                                       else 2)
-        if cy > cx:
-            return _dtype.get_default_dtype() if cy == 2 else np.dtype(np.int64)
-        return x.dtype
-    cy = _cat(y.dtype)
-    if (x.ndim > 0) == (y.ndim > 0):
-        if cx == cy:
-            return np.promote_types(x.dtype, y.dtype)
-        return x.dtype if cx > cy else y.dtype
-    d, z = (x, y) if x.ndim > 0 else (y, x)
-    if _cat(z.dtype) > _cat(d.dtype):
-        return z.dtype
-    return d.dtype
-
-
-def promote(out, x, y):
-    """Cast NumPy's result to torch's result dtype (called only when they may differ)."""
-    dt = result_dtype(x, y)
-    if out.dtype != dt:
-        return np.asarray(out).astype(dt)
-    return out
-
-
-def _promote_scalar(out, arr, s=1.0):
-    return out if out.dtype is arr.dtype else promote(out, arr, s)
-
-
-def _promote(out, a, b):
-    return promote(out, a, b)
-
-
-def _promote_div(out, x, y):
-    """True division always gives a float: integer inputs give the default float dtype."""
-    dt = result_dtype(x, y)
-    if dt.kind != "f":
-        dt = _dtype.get_default_dtype()
-    return out if out.dtype == dt else np.asarray(out).astype(dt)
-
-
-def promote_any(code, out, x, y):
-    """The fast path's promotion hook (cgrad._C._binop); code 3 is true division."""
-    if code == 3:
-        return _promote_div(out, x, y)
-    return promote(out, x, y)
+from cgrad.ops.promotion import (_Number, _as_result, _cast, _errstate, _operand, _promote_div,
+                                 _raw, _to_tensor, promote, result_type)
+from cgrad.ops.promotion import _scalar_tensor
 
 
 class Add(Function):
@@ -363,7 +310,7 @@ def _safe_log(a, b):
     out = a.log()
     mask = (a._data == 0) & (b._data >= 0)
     if mask.any():
-        from cgrad.ops.shape import MaskedFillConst
+        from cgrad.ops.comparison import MaskedFillConst
         out = MaskedFillConst.apply(out, np.broadcast_to(mask, out._data.shape), 0.0)
     return out
 
@@ -424,7 +371,7 @@ class RPow(Function):
         if s == 0:
             # torch: grad * where(exponent >= 0, 0, result * log(base)) for a zero base (of
             # either sign), so 0 ** a has gradient 0, not 0 * -inf = nan, where a >= 0
-            from cgrad.ops.shape import MaskedFillConst
+            from cgrad.ops.comparison import MaskedFillConst
             with np.errstate(invalid="ignore"):
                 factor = out * -math.inf
             return g * MaskedFillConst.apply(factor, a._data >= 0, 0.0), None
@@ -487,4 +434,321 @@ BINOPS = {
     "mul": (Mul, MulScalar, MulScalar),
     "div": (Div, DivScalar, RDivScalar),
     "pow": (Pow, PowScalar, RPow),
+}
+
+
+# ----------------------------------------------------------------------------------------
+# floor division, remainder, fmod, div(rounding_mode)
+# ----------------------------------------------------------------------------------------
+def _check_int_zero(y, dt):
+    if dt.kind in "iub":
+        if (np.any(y == 0) if isinstance(y, np.ndarray) else y == 0):
+            raise RuntimeError("ZeroDivisionError")
+
+
+def _div_trunc(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.trunc(np.true_divide(x, y))
+    _check_int_zero(y, dt)
+    q = np.floor_divide(x, y)
+    fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+    if np.any(fix):
+        q = q + fix
+    return q
+
+
+def _div_floor(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.floor_divide(x, y)
+    _check_int_zero(y, dt)
+    return np.floor_divide(x, y)
+
+
+def _remainder(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.remainder(x, y)
+    _check_int_zero(y, dt)
+    return np.remainder(x, y)
+
+
+def _fmod(x, y, dt):
+    if dt.kind == "f":
+        with _errstate():
+            return np.fmod(x, y)
+    _check_int_zero(y, dt)
+    return np.fmod(x, y)
+
+
+def _binary_compute(fn, x, y):
+    dt = result_type(x, y)
+    return _as_result(fn(_cast(x, dt), _cast(y, dt), dt), dt)
+
+
+def _zeros_for(g):
+    """A zero gradient like g (a read-only broadcast view: no memory)."""
+    d = g._data
+    return _wrap(np.broadcast_to(np.zeros((), d.dtype), d.shape))
+
+
+class _NotDifferentiable(Function):
+    """An op without a derivative in torch: its output requires grad (as torch's), and
+    backward raises "derivative for aten::<name> is not implemented" (name in ctx._aux)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{ctx._aux} is not implemented")
+
+
+class FloorDivide(_NotDifferentiable):
+    """a // b (torch.floor_divide: rounds toward -inf; no derivative, as torch)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if ctx is not None:
+            ctx._aux = "floor_divide"
+        return _binary_compute(_div_floor, _raw(a), _raw(b))
+
+
+class RFloorDivide(_NotDifferentiable):
+    """s // a for a Python number s (no derivative)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = "floor_divide"
+        return _binary_compute(_div_floor, s, a._data)
+
+
+class RRemainder(_NotDifferentiable):
+    """s % a for a Python number s (torch's remainder.Scalar_Tensor has no derivative)."""
+    _node_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        if ctx is not None:
+            ctx._aux = "remainder"
+        return _binary_compute(_remainder, s, a._data)
+
+
+class Remainder(Function):
+    """remainder(a, b) (Python's %: the sign of b).
+    d/da = g, d/db = -g * floor(a / b)."""
+    _node_name = "RemainderBackward1"
+    _round = staticmethod(_div_floor)
+    _op = staticmethod(_remainder)
+
+    @classmethod
+    def _forward(cls, ctx, a, b):
+        x, y = a._data, b._data
+        if ctx is not None and ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)     # as torch: only for the divisor's gradient
+        return _binary_compute(cls._op, x, y)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return Remainder._forward(ctx, a, b)
+
+    @classmethod
+    def _backward(cls, ctx, g):
+        na, nb = ctx.needs_input_grad
+        gb = None
+        if nb:
+            a, b = ctx.saved_tensors
+            x, y = a._data, b._data
+            dt = result_type(x, y)
+            q = _as_result(cls._round(_cast(x, dt), _cast(y, dt), dt), dt)
+            gb = g * _wrap(np.negative(q))
+        return g if na else None, gb
+
+    @staticmethod
+    def backward(ctx, g):
+        return Remainder._backward(ctx, g)
+
+
+class Fmod(Remainder):
+    """fmod(a, b) (C's fmod: the sign of a).  d/da = g, d/db = -g * trunc(a / b)."""
+    _node_name = "FmodBackward1"
+    _round = staticmethod(_div_trunc)
+    _op = staticmethod(_fmod)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return Fmod._forward(ctx, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Fmod._backward(ctx, g)
+
+
+class RemainderScalar(Function):
+    """remainder(a, s) for a Python number s.  d/da = g."""
+    _node_name = "RemainderBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        return _binary_compute(_remainder, a._data, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class FmodScalar(Function):
+    """fmod(a, s) for a Python number s.  d/da = g."""
+    _node_name = "FmodBackward0"
+
+    @staticmethod
+    def forward(ctx, a, s):
+        return _binary_compute(_fmod, a._data, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class DivMode(Function):
+    """div(a, b, rounding_mode='trunc'|'floor'): the gradient is zero (as torch)."""
+    _node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, a, b, mode):
+        fn = _div_trunc if mode == "trunc" else _div_floor
+        return _binary_compute(fn, _raw(a), _raw(b))
+
+    @staticmethod
+    def backward(ctx, g):
+        na, nb, _ = ctx.needs_input_grad
+        z = _zeros_for(g)
+        return z if na else None, z if nb else None, None
+
+
+def _number(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def floor_divide(input, other):
+    """input // other, rounding toward -inf (no derivative, as torch)."""
+    other = _number(_to_tensor(other))
+    input = _number(_to_tensor(input))
+    if not isinstance(input, TensorBase):
+        if not isinstance(other, TensorBase):
+            raise TypeError("floor_divide(): argument 'input' must be Tensor")
+        return RFloorDivide.apply(other, input)
+    return FloorDivide.apply(input, other)
+
+
+def remainder(input, other):
+    """Python-style remainder (the sign of the divisor); d/dinput = g,
+    d/dother = -g * floor(input / other)."""
+    other = _number(_operand("remainder", "other", 2, other))
+    input = _number(_to_tensor(input))
+    if not isinstance(input, TensorBase):
+        if not isinstance(other, TensorBase):
+            raise TypeError("remainder(): argument 'input' must be Tensor")
+        return RRemainder.apply(other, input)
+    if isinstance(other, TensorBase):
+        return Remainder.apply(input, other)
+    return RemainderScalar.apply(input, other)
+
+
+def fmod(input, other):
+    """C-style remainder (the sign of the dividend); d/dinput = g,
+    d/dother = -g * trunc(input / other)."""
+    other = _number(_to_tensor(other))
+    if not isinstance(input, TensorBase):
+        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(other, TensorBase):
+        return Fmod.apply(input, other)
+    return FmodScalar.apply(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """input / other. rounding_mode=None: true division (integers give the default float
+    dtype); 'trunc': rounds toward zero; 'floor': rounds toward -inf (both keep integer
+    dtypes and have a zero gradient, as torch)."""
+    input = _to_tensor(input)
+    if not isinstance(input, TensorBase):
+        input = _scalar_tensor(_number(input))      # div(2, x)
+    if rounding_mode is None:
+        return input / other
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return DivMode.apply(input, _number(_to_tensor(other)), rounding_mode)
+
+
+def true_divide(input, other):
+    """input / other (true division)."""
+    return div(input, other)
+
+
+divide = div
+
+
+def multiply(input, other):
+    """input * other."""
+    return input * other
+
+
+def subtract(input, other, *, alpha=1):
+    """input - alpha * other."""
+    return add_alpha(input, other, alpha, True)
+
+
+def _floordiv(self, other):
+    other = _to_tensor(other)
+    if not isinstance(other, (TensorBase,) + _Number):
+        return NotImplemented
+    return FloorDivide.apply(self, _number(other))
+
+
+def _rfloordiv(self, other):
+    if not isinstance(other, _Number):
+        return NotImplemented
+    return RFloorDivide.apply(self, _number(other))
+
+
+def _mod(self, other):
+    other = _to_tensor(other)
+    if not isinstance(other, (TensorBase,) + _Number):
+        return NotImplemented
+    return remainder(self, other)
+
+
+def _rmod(self, other):
+    if not isinstance(other, _Number):
+        return NotImplemented
+    return RRemainder.apply(self, _number(other))
+
+
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+def _div_method(self, other, *, rounding_mode=None):
+    return div(self, other, rounding_mode=rounding_mode)
+
+
+# ----------------------------------------------------------------------------------------
+# registration (the operators + - * / ** and unary - are C slots: BINOPS, cgrad/ops/__init__.py)
+# ----------------------------------------------------------------------------------------
+# name -> function(self, ...) installed as a cgrad.Tensor method
+TENSOR_METHODS: dict = {
+    "floor_divide": floor_divide, "remainder": remainder, "fmod": fmod,
+    "div": _div_method, "divide": _div_method, "true_divide": true_divide,
+    "multiply": multiply, "subtract": subtract,
+    "__floordiv__": _floordiv, "__rfloordiv__": _rfloordiv, "__mod__": _mod, "__rmod__": _rmod,
+}
+# name -> function installed as cgrad.<name> (top-level functional form)
+FUNCTIONS: dict = {
+    "floor_divide": floor_divide, "remainder": remainder, "fmod": fmod, "div": div,
+    "divide": divide, "true_divide": true_divide, "multiply": multiply, "subtract": subtract,
 }

@@ -1,10 +1,6 @@
-"""Elementwise ops of two or more operands: where, maximum/minimum, clamp with scalar or tensor
-bounds, floor division / remainder / fmod, div with rounding_mode, comparisons, logical and
-bitwise ops (see cgrad/ops/__init__.py for the conventions).
-
-Type promotion follows torch (``result_type``): dimensioned tensors take precedence over 0-d
-tensors, which take precedence over Python scalars; an operand of a lower priority only
-matters when it raises the category (bool < integer < float).
+"""Comparison and selection (see cgrad/ops/__init__.py for the conventions): where,
+maximum/minimum, clamp with scalar or tensor bounds, comparisons, logical and bitwise ops,
+isclose/allclose/equal. Type promotion (``result_type``) lives in cgrad/ops/promotion.py.
 
 Gradients that are "g where mask, else 0" are written with ``Where`` (never ``g * mask``), so a
 NaN or inf in g does not leak into the masked-out positions, as in torch.
@@ -15,143 +11,12 @@ import builtins
 
 import numpy as np
 
-from cgrad import _dtype
+from cgrad.ops.promotion import _tensor_arg
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops.elementwise import add_alpha as _add_alpha
-
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-_Number = (builtins.bool, builtins.int, builtins.float, np.number, np.bool_)
-
-
-def torch_type_name(dt):
-    """torch's name of a dtype in kernel error messages ('Float', 'Long', ...)."""
-    return _TORCH_NAMES.get(str(dt), str(dt))
-
-
-# ----------------------------------------------------------------------------------------
-# type promotion
-# ----------------------------------------------------------------------------------------
-def _cat(dt):
-    return 0 if dt.kind == "b" else (1 if dt.kind in "iu" else (2 if dt.kind == "f" else 3))
-
-
-def _promote2(a, b):
-    """torch.promote_types: the higher category wins outright (int64 + float32 -> float32);
-    within a category NumPy's promotion (int32 + int64 -> int64, float16 + float32 -> ...)."""
-    if a is None:
-        return b
-    if b is None or a == b:
-        return a
-    ca, cb = _cat(a), _cat(b)
-    if ca != cb:
-        return a if ca > cb else b
-    return np.promote_types(a, b)
-
-
-def _scalar_dtype(s):
-    if isinstance(s, (builtins.bool, np.bool_)):
-        return np.dtype(np.bool_)
-    if isinstance(s, (builtins.int, np.integer)):
-        return np.dtype(np.int64)
-    if isinstance(s, (builtins.float, np.floating)):
-        return _dtype.get_default_dtype()
-    if isinstance(s, (builtins.complex, np.complexfloating)):
-        return np.dtype(np.complex64 if _dtype.get_default_dtype() == np.float32
-                        else np.complex128)
-    from cgrad._checks import type_name
-    raise TypeError(f"expected a Tensor or a Number, not {type_name(s)}")
-
-
-def _operand(fn, name, pos, v):
-    """A Tensor or Number argument (lists and arrays are converted by _to_tensor)."""
-    v = _to_tensor(v)
-    if not isinstance(v, (TensorBase, builtins.complex) + _Number):
-        from cgrad._checks import type_name
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor or Number, "
-                        f"not {type_name(v)}")
-    return v
-
-
-def _combine(higher, lower):
-    """torch's combine_categories(higher, lower) (c10/core/ScalarType + TensorIterator)."""
-    if higher is None:
-        return lower
-    if lower is None:
-        return higher
-    if _cat(higher) >= 2:
-        return higher
-    if higher.kind == "b" or _cat(lower) >= 2:
-        return _promote2(higher, lower)
-    return higher
-
-
-def result_type(*operands):
-    """torch.result_type over ndarrays / Tensors (dimensioned or 0-d) and Python scalars;
-    None operands are skipped."""
-    dim = zero = wrapped = None
-    for o in operands:
-        if o is None:
-            continue
-        if isinstance(o, TensorBase):
-            o = o._data
-        if isinstance(o, np.ndarray):
-            if o.ndim:
-                dim = _promote2(dim, o.dtype)
-            else:
-                zero = _promote2(zero, o.dtype)
-        else:
-            wrapped = _promote2(wrapped, _scalar_dtype(o))
-    return _combine(dim, _combine(zero, wrapped))
-
-
-def _raw(x):
-    return x._data if isinstance(x, TensorBase) else x
-
-
-def _cast(x, dt):
-    """x (ndarray or scalar) as dtype dt: arrays are cast (no copy when already dt), Python
-    scalars stay Python scalars (NumPy then keeps dt)."""
-    if isinstance(x, np.ndarray):
-        return x if x.dtype == dt else x.astype(dt)
-    if isinstance(x, np.generic):
-        x = x.item()
-    if dt.kind in "iub" and isinstance(x, builtins.float):
-        return x        # float scalar with an integer result type: cannot happen (promoted)
-    return x
-
-
-def _as_result(out, dt):
-    out = np.asarray(out)
-    return out if out.dtype == dt else out.astype(dt)
-
-
-def _tensor_arg(x, fn, pos, name="other"):
-    """torch's argument check for ops that take Tensors only (maximum, ...)."""
-    if isinstance(x, TensorBase):
-        return x
-    if isinstance(x, np.ndarray):
-        return _wrap(x)
-    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
-                    f"{type(x).__name__}")
-
-
-def _to_tensor(x):
-    """Tensors pass; arrays are wrapped; lists/tuples go through cgrad.tensor."""
-    if isinstance(x, TensorBase):
-        return x
-    if isinstance(x, np.ndarray):
-        return _wrap(x)
-    if isinstance(x, (list, tuple)):
-        from cgrad._creation import tensor
-        return tensor(x)
-    return x
-
-
-def _errstate():
-    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+from cgrad.ops.promotion import (_Number, _as_result, _cast, _operand, _raw, _scalar_dtype,
+                                 _to_tensor, result_type, torch_type_name)
+from cgrad.ops.promotion import _scalar_tensor
 
 
 # ----------------------------------------------------------------------------------------
@@ -435,10 +300,6 @@ def clamp(input, min=None, max=None):
     return ClampScalar.apply(input, lo, hi)
 
 
-def _scalar_tensor(s):
-    return _wrap(np.asarray(s, dtype=_scalar_dtype(s)))
-
-
 def clamp_min(input, min):
     """max(input, min) elementwise (min a number or a Tensor)."""
     lo = _bound(min)
@@ -456,299 +317,6 @@ def clamp_max(input, max):
 
 
 clip = clamp
-
-
-# ----------------------------------------------------------------------------------------
-# floor division, remainder, fmod, div(rounding_mode)
-# ----------------------------------------------------------------------------------------
-def _check_int_zero(y, dt):
-    if dt.kind in "iub":
-        if (np.any(y == 0) if isinstance(y, np.ndarray) else y == 0):
-            raise RuntimeError("ZeroDivisionError")
-
-
-def _div_trunc(x, y, dt):
-    if dt.kind == "f":
-        with _errstate():
-            return np.trunc(np.true_divide(x, y))
-    _check_int_zero(y, dt)
-    q = np.floor_divide(x, y)
-    fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
-    if np.any(fix):
-        q = q + fix
-    return q
-
-
-def _div_floor(x, y, dt):
-    if dt.kind == "f":
-        with _errstate():
-            return np.floor_divide(x, y)
-    _check_int_zero(y, dt)
-    return np.floor_divide(x, y)
-
-
-def _remainder(x, y, dt):
-    if dt.kind == "f":
-        with _errstate():
-            return np.remainder(x, y)
-    _check_int_zero(y, dt)
-    return np.remainder(x, y)
-
-
-def _fmod(x, y, dt):
-    if dt.kind == "f":
-        with _errstate():
-            return np.fmod(x, y)
-    _check_int_zero(y, dt)
-    return np.fmod(x, y)
-
-
-def _binary_compute(fn, x, y):
-    dt = result_type(x, y)
-    return _as_result(fn(_cast(x, dt), _cast(y, dt), dt), dt)
-
-
-def _zeros_for(g):
-    """A zero gradient like g (a read-only broadcast view: no memory)."""
-    d = g._data
-    return _wrap(np.broadcast_to(np.zeros((), d.dtype), d.shape))
-
-
-class _NotDifferentiable(Function):
-    """An op without a derivative in torch: its output requires grad (as torch's), and
-    backward raises "derivative for aten::<name> is not implemented" (name in ctx._aux)."""
-    _node_name = "NotImplemented"
-
-    @staticmethod
-    def backward(ctx, g):
-        raise RuntimeError(f"derivative for aten::{ctx._aux} is not implemented")
-
-
-class FloorDivide(_NotDifferentiable):
-    """a // b (torch.floor_divide: rounds toward -inf; no derivative, as torch)."""
-    _node_name = "NotImplemented"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        if ctx is not None:
-            ctx._aux = "floor_divide"
-        return _binary_compute(_div_floor, _raw(a), _raw(b))
-
-
-class RFloorDivide(_NotDifferentiable):
-    """s // a for a Python number s (no derivative)."""
-    _node_name = "NotImplemented"
-
-    @staticmethod
-    def forward(ctx, a, s):
-        if ctx is not None:
-            ctx._aux = "floor_divide"
-        return _binary_compute(_div_floor, s, a._data)
-
-
-class RRemainder(_NotDifferentiable):
-    """s % a for a Python number s (torch's remainder.Scalar_Tensor has no derivative)."""
-    _node_name = "NotImplemented"
-
-    @staticmethod
-    def forward(ctx, a, s):
-        if ctx is not None:
-            ctx._aux = "remainder"
-        return _binary_compute(_remainder, s, a._data)
-
-
-class Remainder(Function):
-    """remainder(a, b) (Python's %: the sign of b).
-    d/da = g, d/db = -g * floor(a / b)."""
-    _node_name = "RemainderBackward1"
-    _round = staticmethod(_div_floor)
-    _op = staticmethod(_remainder)
-
-    @classmethod
-    def _forward(cls, ctx, a, b):
-        x, y = a._data, b._data
-        if ctx is not None and ctx.needs_input_grad[1]:
-            ctx.save_for_backward(a, b)     # as torch: only for the divisor's gradient
-        return _binary_compute(cls._op, x, y)
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return Remainder._forward(ctx, a, b)
-
-    @classmethod
-    def _backward(cls, ctx, g):
-        na, nb = ctx.needs_input_grad
-        gb = None
-        if nb:
-            a, b = ctx.saved_tensors
-            x, y = a._data, b._data
-            dt = result_type(x, y)
-            q = _as_result(cls._round(_cast(x, dt), _cast(y, dt), dt), dt)
-            gb = g * _wrap(np.negative(q))
-        return g if na else None, gb
-
-    @staticmethod
-    def backward(ctx, g):
-        return Remainder._backward(ctx, g)
-
-
-class Fmod(Remainder):
-    """fmod(a, b) (C's fmod: the sign of a).  d/da = g, d/db = -g * trunc(a / b)."""
-    _node_name = "FmodBackward1"
-    _round = staticmethod(_div_trunc)
-    _op = staticmethod(_fmod)
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return Fmod._forward(ctx, a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Fmod._backward(ctx, g)
-
-
-class RemainderScalar(Function):
-    """remainder(a, s) for a Python number s.  d/da = g."""
-    _node_name = "RemainderBackward0"
-
-    @staticmethod
-    def forward(ctx, a, s):
-        return _binary_compute(_remainder, a._data, s)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, None
-
-
-class FmodScalar(Function):
-    """fmod(a, s) for a Python number s.  d/da = g."""
-    _node_name = "FmodBackward0"
-
-    @staticmethod
-    def forward(ctx, a, s):
-        return _binary_compute(_fmod, a._data, s)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, None
-
-
-class DivMode(Function):
-    """div(a, b, rounding_mode='trunc'|'floor'): the gradient is zero (as torch)."""
-    _node_name = "DivBackward2"
-
-    @staticmethod
-    def forward(ctx, a, b, mode):
-        fn = _div_trunc if mode == "trunc" else _div_floor
-        return _binary_compute(fn, _raw(a), _raw(b))
-
-    @staticmethod
-    def backward(ctx, g):
-        na, nb, _ = ctx.needs_input_grad
-        z = _zeros_for(g)
-        return z if na else None, z if nb else None, None
-
-
-def _number(x):
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
-
-
-def floor_divide(input, other):
-    """input // other, rounding toward -inf (no derivative, as torch)."""
-    other = _number(_to_tensor(other))
-    input = _number(_to_tensor(input))
-    if not isinstance(input, TensorBase):
-        if not isinstance(other, TensorBase):
-            raise TypeError("floor_divide(): argument 'input' must be Tensor")
-        return RFloorDivide.apply(other, input)
-    return FloorDivide.apply(input, other)
-
-
-def remainder(input, other):
-    """Python-style remainder (the sign of the divisor); d/dinput = g,
-    d/dother = -g * floor(input / other)."""
-    other = _number(_operand("remainder", "other", 2, other))
-    input = _number(_to_tensor(input))
-    if not isinstance(input, TensorBase):
-        if not isinstance(other, TensorBase):
-            raise TypeError("remainder(): argument 'input' must be Tensor")
-        return RRemainder.apply(other, input)
-    if isinstance(other, TensorBase):
-        return Remainder.apply(input, other)
-    return RemainderScalar.apply(input, other)
-
-
-def fmod(input, other):
-    """C-style remainder (the sign of the dividend); d/dinput = g,
-    d/dother = -g * trunc(input / other)."""
-    other = _number(_to_tensor(other))
-    if not isinstance(input, TensorBase):
-        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    if isinstance(other, TensorBase):
-        return Fmod.apply(input, other)
-    return FmodScalar.apply(input, other)
-
-
-def div(input, other, *, rounding_mode=None):
-    """input / other. rounding_mode=None: true division (integers give the default float
-    dtype); 'trunc': rounds toward zero; 'floor': rounds toward -inf (both keep integer
-    dtypes and have a zero gradient, as torch)."""
-    input = _to_tensor(input)
-    if not isinstance(input, TensorBase):
-        input = _scalar_tensor(_number(input))      # div(2, x)
-    if rounding_mode is None:
-        return input / other
-    if rounding_mode not in ("trunc", "floor"):
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                           f"but found '{rounding_mode}'")
-    return DivMode.apply(input, _number(_to_tensor(other)), rounding_mode)
-
-
-def true_divide(input, other):
-    """input / other (true division)."""
-    return div(input, other)
-
-
-divide = div
-
-
-def multiply(input, other):
-    """input * other."""
-    return input * other
-
-
-def subtract(input, other, *, alpha=1):
-    """input - alpha * other."""
-    return _add_alpha(input, other, alpha, True)
-
-
-def _floordiv(self, other):
-    other = _to_tensor(other)
-    if not isinstance(other, (TensorBase,) + _Number):
-        return NotImplemented
-    return FloorDivide.apply(self, _number(other))
-
-
-def _rfloordiv(self, other):
-    if not isinstance(other, _Number):
-        return NotImplemented
-    return RFloorDivide.apply(self, _number(other))
-
-
-def _mod(self, other):
-    other = _to_tensor(other)
-    if not isinstance(other, (TensorBase,) + _Number):
-        return NotImplemented
-    return remainder(self, other)
-
-
-def _rmod(self, other):
-    if not isinstance(other, _Number):
-        return NotImplemented
-    return RRemainder.apply(self, _number(other))
 
 
 # ----------------------------------------------------------------------------------------
@@ -865,18 +433,9 @@ def equal(input, other):
                          and np.array_equal(input._data, other._data))
 
 
-# ----------------------------------------------------------------------------------------
-# registration
-# ----------------------------------------------------------------------------------------
-def _div_method(self, other, *, rounding_mode=None):
-    return div(self, other, rounding_mode=rounding_mode)
-
-
 FUNCTIONS: dict = {
     "where": where, "maximum": maximum, "minimum": minimum, "clamp": clamp, "clip": clip,
-    "clamp_min": clamp_min, "clamp_max": clamp_max, "floor_divide": floor_divide,
-    "remainder": remainder, "fmod": fmod, "div": div, "divide": divide,
-    "true_divide": true_divide, "multiply": multiply, "subtract": subtract,
+    "clamp_min": clamp_min, "clamp_max": clamp_max,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
@@ -888,18 +447,31 @@ FUNCTIONS: dict = {
 TENSOR_METHODS: dict = {
     "where": _where_method, "maximum": maximum, "minimum": minimum, "clamp": clamp,
     "clip": clip, "clamp_min": clamp_min, "clamp_max": clamp_max,
-    "floor_divide": floor_divide, "remainder": remainder, "fmod": fmod,
-    "div": _div_method, "divide": _div_method, "true_divide": true_divide,
-    "multiply": multiply, "subtract": subtract,
     "greater": gt, "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
     "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
     "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
     "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
     "isclose": isclose, "allclose": allclose, "equal": equal,
-    "__floordiv__": _floordiv, "__rfloordiv__": _rfloordiv,
-    "__mod__": _mod, "__rmod__": _rmod,
     "__and__": _op(bitwise_and), "__rand__": _op(bitwise_and),
     "__or__": _op(bitwise_or), "__ror__": _op(bitwise_or),
     "__xor__": _op(bitwise_xor), "__rxor__": _op(bitwise_xor),
     "__invert__": _invert,
 }
+
+
+class MaskedFillConst(Function):
+    """a with a constant where mask (an ndarray).  d/da = g with zeros where mask."""
+    _node_name = "MaskedFillBackward0"
+    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
+
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        if ctx is not None:
+            ctx._aux = mask
+        out = a._data.copy()
+        out[mask] = value
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return MaskedFillConst.apply(g, ctx._aux, 0.0), None, None

@@ -1,6 +1,7 @@
 """Inverses, determinants, solves and decompositions (see cgrad/ops/__init__.py for the
 conventions): ``linalg.inv``, ``linalg.det``, ``linalg.slogdet``, ``linalg.solve``,
-``linalg.cholesky``, ``linalg.qr``, ``linalg.eigh``, and torch's top-level forms
+``linalg.cholesky``, ``linalg.qr``, ``linalg.eigh``, ``linalg.svd`` / ``linalg.svdvals`` (one
+``LinalgSvdBackward0`` node, torch's ``svd_backward``), and torch's top-level forms
 ``inverse``, ``det``, ``logdet``, ``slogdet``, ``cholesky``, ``qr`` (functions and Tensor
 methods).
 
@@ -38,6 +39,7 @@ from cgrad._warn import warn as _warn
 from cgrad.autograd.function import Function
 from cgrad.ops import linalg as _la
 from cgrad.ops.linalg import _tn, matmul
+from cgrad.ops.linalg import _check_float, _check_matrix
 
 _mT = _la._mT
 
@@ -197,7 +199,7 @@ def inverse(input):
 def _cofactor(A):
     """The cofactor matrix det(A) A^-T of every matrix of A, through the SVD (valid for a
     singular A too), in cgrad ops: U diag(alpha prod_{j != i} s_j) Vh."""
-    from cgrad.ops.linalg_ext import Svd
+    from cgrad.ops.decompositions import Svd
     U, S, Vh = Svd.apply(A.detach() if not A.requires_grad else A, False)
     n = S._data.shape[-1]
     alpha = np.linalg.det(U._data) * np.linalg.det(Vh._data)       # +-1: no gradient
@@ -257,7 +259,7 @@ def _inv_or_cofactor_t(a, d, over_det):
             cof = cof / _wrap(np.asarray(darr, dtype=A.dtype))[..., None, None]
     if mask.all():
         return cof
-    from cgrad.ops.binary import Where
+    from cgrad.ops.comparison import Where
     safe = Where.apply(_wrap(mask[..., None, None]), _wrap(_unit(A.shape, A.dtype, mask)), a)
     Xt = _mT(Inv.apply(safe))
     if not over_det:
@@ -323,7 +325,7 @@ class Slogdet(Function):
 
 
 def _slogdet_type(name):
-    from cgrad.ops.reduce_ext import _return_type, return_types
+    from cgrad.ops.reductions import _return_type, return_types
     return getattr(return_types, name, None) or _return_type(name, ("sign", "logabsdet"))
 
 
@@ -343,7 +345,7 @@ def logdet(input):
     """torch.logdet: log(det(A)); nan where det(A) < 0, -inf where it is 0 (torch's
     composite: where(sign == -1, nan, logabsdet))."""
     _check(_tensor(input, "logdet"), "logdet")
-    from cgrad.ops.binary import where
+    from cgrad.ops.comparison import where
     sign, lad = Slogdet.apply(input)
     return where(sign == -1, float("nan"), lad)
 
@@ -617,7 +619,7 @@ class Qr(Function):
         gX = _qr_backward_tall(gQ1, gR1, Q, R1)
         if gY is None:
             gY = _wrap(np.zeros(Y._data.shape, Y._data.dtype))
-        from cgrad.ops.shape_ext import cat
+        from cgrad.ops.joining import cat
         return cat([gX, gY], -1), None
 
 
@@ -642,7 +644,7 @@ def _qr_backward_tall(gQ, gR, Q, R):
 
 
 def _qr_type(name):
-    from cgrad.ops.reduce_ext import _return_type, return_types
+    from cgrad.ops.reductions import _return_type, return_types
     return getattr(return_types, name, None) or _return_type(name, ("Q", "R"))
 
 
@@ -732,7 +734,7 @@ class Eigh(Function):
 
 
 def _eigh_type():
-    from cgrad.ops.reduce_ext import _return_type, return_types
+    from cgrad.ops.reductions import _return_type, return_types
     return getattr(return_types, "linalg_eigh", None) or _return_type(
         "linalg_eigh", ("eigenvalues", "eigenvectors"))
 
@@ -779,3 +781,130 @@ TENSOR_METHODS: dict = {"inverse": inverse, "det": _det_top, "logdet": logdet,
 # name -> function installed as cgrad.<name> (top-level functional form)
 FUNCTIONS: dict = {"inverse": inverse, "det": _det_top, "logdet": logdet,
                    "slogdet": _slogdet_top, "cholesky": _cholesky_top, "qr": _qr_top}
+
+
+def _eye(k, dtype):
+    return _wrap(np.eye(k, dtype=dtype))
+
+
+def _diag_embed(v):
+    return v.unsqueeze(-1) * _eye(v._data.shape[-1], v._data.dtype)
+
+
+def _svd_np(A, full_matrices):
+    m, n = A.shape[-2:]
+    if A.size == 0:
+        k = builtins.min(m, n)
+        batch = A.shape[:-2]
+        U = np.zeros(batch + (m, m if full_matrices else k), A.dtype)
+        Vh = np.zeros(batch + (n if full_matrices else k, n), A.dtype)
+        if full_matrices:
+            U[...] = np.eye(m, dtype=A.dtype)
+            Vh[...] = np.eye(n, dtype=A.dtype)
+        return U, np.zeros(batch + (k,), A.dtype), Vh
+    return np.linalg.svd(A, full_matrices=full_matrices)
+
+
+class Svd(Function):
+    """A = U diag(S) Vh (outputs U, S, Vh; one LinalgSvdBackward0 node).  Backward: torch's
+    svd_backward in cgrad ops (gradients of U and Vh beyond the first min(m, n) columns and
+    rows of full matrices are ignored, as torch)."""
+    _node_name = "LinalgSvdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, full_matrices):
+        A = a._data
+        U, S, Vh = _svd_np(A, full_matrices)
+        if ctx is None:
+            return U, S, Vh
+        ctx.set_materialize_grads(False)
+        U, S, Vh = _wrap(U), _wrap(S), _wrap(Vh)
+        ctx.save_for_backward(U, S, Vh)
+        ctx._aux = full_matrices
+        return U, S, Vh
+
+    @staticmethod
+    def backward(ctx, gU, gS, gVh):
+        U, S, Vh = ctx.saved_tensors
+        if gU is None and gS is None and gVh is None:
+            return None, None
+        k = S._data.shape[-1]
+        if ctx._aux:
+            if U._data.shape[-1] != k:
+                U = U[..., :k]
+                gU = None if gU is None else gU[..., :k]
+            if Vh._data.shape[-2] != k:
+                Vh = Vh[..., :k, :]
+                gVh = None if gVh is None else gVh[..., :k, :]
+        return _svd_backward(gU, gS, gVh, U, S, Vh), None
+
+
+def _svd_backward(gU, gS, gVh, U, S, Vh):
+    """torch's svd_backward (FunctionsManual.cpp), real case."""
+    m, n = U._data.shape[-2], Vh._data.shape[-1]
+    mT = _la._mT
+    if gU is None and gVh is None:
+        if m >= n:
+            return matmul(U, gS.unsqueeze(-1) * Vh)
+        return matmul(U * gS.unsqueeze(-2), Vh)
+
+    def skew(X):
+        return X - mT(X)
+
+    UhgU = skew(matmul(mT(U), gU)) if gU is not None else None
+    VhgV = skew(matmul(Vh, mT(gVh))) if gVh is not None else None
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye(S._data.shape[-1], S._data.dtype)
+    if gU is not None:
+        if gVh is not None:
+            gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+        else:
+            gA = (UhgU / E) * S.unsqueeze(-2)
+    else:
+        gA = S.unsqueeze(-1) * (VhgV / E)
+    if gS is not None:
+        gA = gA + _diag_embed(gS)
+    if m > n and gU is not None:
+        gA = matmul(U, gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - matmul(U, matmul(mT(U), gUSinv))
+        return matmul(gA, Vh)
+    if m < n and gVh is not None:
+        gA = matmul(gA, Vh)
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - matmul(matmul(SinvgVh, mT(Vh)), Vh)
+        return matmul(U, gA)
+    return matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh)
+
+
+def _svd_checks(A):
+    _check_matrix(A, "linalg.svd")
+    _check_float(A, "linalg.svd")
+    if A.dtype == np.float16:
+        raise NotImplementedError("\"linalg_svd_cpu\" not implemented for 'Half'")
+    if A.dtype.kind == "c":
+        raise NotImplementedError("linalg.svd of a complex tensor is not supported")
+
+
+def _return_types():
+    from cgrad.ops.reductions import _return_type, return_types
+    return getattr(return_types, "linalg_svd", None) or _return_type("linalg_svd",
+                                                                     ("U", "S", "Vh"))
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """linalg.svd: ``(U, S, Vh)`` with ``A = U @ diag(S) @ Vh`` (S descending)."""
+    if driver is not None:
+        raise RuntimeError("cgrad.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    _svd_checks(A._data)
+    return _return_types()(*Svd.apply(A, bool(full_matrices)))
+
+
+def svdvals(A, *, driver=None):
+    """linalg.svdvals: the singular values of A (descending)."""
+    if driver is not None:
+        raise RuntimeError("cgrad.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    _svd_checks(A._data)
+    return Svd.apply(A, False)[1]

@@ -1,15 +1,14 @@
-"""Indexing ops with index tensors: index_select, gather / take_along_dim, scatter (src or
-value, optional reduce), scatter_add, index_add, masked_fill, masked_select, take, select,
-nonzero / argwhere. (a[idx] itself lives in cgrad/ops/shape.py; where in binary.py.)
+"""Indexing: ``a[idx]`` with torch's rules (basic indexing gives views, advanced indexing
+copies; its backward and the fast "add rows at repeated indices" kernel accumulate_along),
+and masked_fill, masked_select, take, select, nonzero / argwhere; plus the index checks shared
+with cgrad/ops/gather_scatter.py (where lives in cgrad/ops/comparison.py, assignment
+``a[idx] = v`` in cgrad/ops/inplace.py).
 
 Index arguments may be cgrad integer tensors, NumPy arrays or (more lenient than torch) lists.
-Gradients that scatter into zeros add up repeated indices (torch's index_put / scatter_add /
-index_add with accumulation), through linear indices and a 1-D np.add.at or a sparse
-selection matrix (shape.accumulate_along), never NumPy's slow multi-dimensional add.at.
-
-Every backward is written with cgrad ops, so double backward works; the helper nodes that
-backward creates are named as torch's (GatherBackward0's gradient is a ScatterAddBackward0
-node, IndexSelectBackward0's an IndexAddBackward0 node, ...).
+Gradients that scatter into zeros add up repeated indices (torch's index_put with
+accumulation) through linear indices and a 1-D np.add.at or a sparse selection matrix
+(accumulate_along), never NumPy's slow multi-dimensional add.at. Every backward is written
+with cgrad ops, so double backward works.
 """
 from __future__ import annotations
 
@@ -19,8 +18,9 @@ import numpy as np
 
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops.reduce import _norm_dims
-from cgrad.ops.shape import (IndexBackward, SelectIndex, SliceIndex, accumulate_along)
+from cgrad.ops._util import _norm_dims
+import builtins
+from cgrad._warn import warn as _warn
 
 _FULL = slice(None)
 _C10_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -31,7 +31,7 @@ _C10_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half",
 # ----------------------------------------------------------------------------------------
 # argument helpers
 # ----------------------------------------------------------------------------------------
-from cgrad.ops.binary import torch_type_name as _tname  # noqa: E402
+from cgrad.ops.promotion import torch_type_name as _tname  # noqa: E402
 
 
 def _dim(d, ndim):
@@ -129,409 +129,10 @@ def _pad_to(t, shape):
 
 
 # ----------------------------------------------------------------------------------------
-# index_select / index_add
-# ----------------------------------------------------------------------------------------
-class IndexSelect(Function):
-    """index_select(a, dim, idx) for a 1-D non-negative idx (0-d a is viewed as 1-D).
-    d/da = index_add of g into zeros."""
-    _node_name = "IndexSelectBackward0"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, out_shape=None):
-        arr = a._data
-        if ctx is not None:
-            ctx._aux = (arr.shape, dim, idx)
-        if arr.ndim == 0:
-            return arr.reshape(1)[idx].reshape(out_shape)
-        return np.take(arr, idx, axis=dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        shape, dim, idx = ctx._aux
-        return _IndexAddZeros.apply(g, shape, dim, idx), None, None, None
-
-
-class _IndexAddZeros(Function):
-    """zeros(shape) with g's slices along dim added at idx.  d/dg = index_select(gg)."""
-    _node_name = "IndexAddBackward0"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, g, shape, dim, idx):
-        garr = g._data
-        if ctx is not None:
-            ctx._aux = (dim, idx, garr.shape)
-        out = np.zeros(shape if shape else (1,), dtype=garr.dtype)
-        accumulate_along(out, dim, idx, garr.reshape(out.shape[:dim] + (idx.size,)
-                                                     + out.shape[dim + 1:]))
-        return out.reshape(shape)
-
-    @staticmethod
-    def backward(ctx, gg):
-        dim, idx, gshape = ctx._aux
-        return IndexSelect.apply(gg, dim, idx, gshape), None, None, None
-
-
-def index_select(input, dim, index):
-    """The slices input[(:,) * dim + (i,)] for i in index (a 1-D or 0-d int tensor)."""
-    arr = input._data
-    idx = _index_arg(index, "index_select")
-    if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    if idx.ndim > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    d = _dim(dim, arr.ndim)
-    n = arr.shape[d] if arr.ndim else 1
-    flat = idx.reshape(-1)
-    if arr.ndim == 0 and flat.size != 1:
-        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
-                         f"{flat.size} value(s)")
-    if flat.size and (flat.min() < 0 or flat.max() >= n):
-        raise IndexError("index out of range in self")
-    return IndexSelect.apply(input, d, flat, ())
-
-
-class IndexAdd(Function):
-    """index_add(a, dim, idx, src, alpha): a copy of a with alpha * src's slices added at idx.
-    d/da = g, d/dsrc = alpha * index_select(g, dim, idx)."""
-    _node_name = "IndexAddBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, src, alpha):
-        arr, s = a._data, src._data
-        if ctx is not None:
-            ctx._aux = (dim, s.shape, alpha)
-            if ctx.needs_input_grad[3]:     # as torch: index and source for source's gradient
-                ctx.save_for_backward(_wrap(idx), src)
-        out = np.array(arr, copy=True, order="C").reshape(arr.shape if arr.ndim else (1,))
-        if alpha != 1:
-            s = s * alpha
-        accumulate_along(out, dim, idx, np.asarray(s, dtype=out.dtype).reshape(
-            out.shape[:dim] + (idx.size,) + out.shape[dim + 1:]))
-        return out.reshape(arr.shape)
-
-    @staticmethod
-    def backward(ctx, g):
-        dim, sshape, alpha = ctx._aux
-        ga, _, _, gs, _ = ctx.needs_input_grad
-        gsrc = None
-        if gs:
-            idx = ctx.saved_tensors[0]._data
-            gsrc = IndexSelect.apply(g, dim, idx, sshape)
-            if tuple(gsrc.shape) != tuple(sshape):
-                gsrc = gsrc.reshape(sshape)
-            if alpha != 1:
-                gsrc = gsrc * alpha
-        return (g if ga else None), None, None, gsrc, None
-
-
-def index_add(input, dim, index, source, *, alpha=1):
-    """A copy of input with alpha * source[(:,) * dim + (j,)] added at slice index[j] along
-    dim (repeated indices add up)."""
-    arr = input._data
-    source = _tensor_arg(source, "index_add", "source", 4)
-    src = source._data
-    idx = _index_arg(index, "index_add")
-    if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
-                           f"{_tname(idx.dtype)}")
-    if idx.ndim > 1:
-        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
-                         f"{idx.ndim} with type: {_tname(idx.dtype)} and size: "
-                         f"{list(idx.shape)}")
-    d = _dim(dim, arr.ndim)
-    if src.dtype != arr.dtype:
-        raise RuntimeError(f"index_add_(): self ({_tname(arr.dtype)}) and source "
-                           f"({_tname(src.dtype)}) must have the same scalar type")
-    flat = idx.reshape(-1)
-    ss = src.shape if src.ndim else (1,)
-    if arr.ndim and src.ndim:
-        if src.ndim != arr.ndim or any(ss[k] != arr.shape[k] for k in range(arr.ndim)
-                                       if k != d):
-            raise RuntimeError(
-                f"source tensor shape must match self tensor shape, excluding the specified "
-                f"dimension. Got self.shape = {list(arr.shape)} source.shape = "
-                f"{list(src.shape)}")
-    elif arr.ndim == 0 and src.ndim:
-        raise RuntimeError(
-            f"source tensor shape must match self tensor shape, excluding the specified "
-            f"dimension. Got self.shape = {list(arr.shape)} source.shape = {list(src.shape)}")
-    if flat.size != ss[d if src.ndim else 0]:
-        raise RuntimeError(f"index_add_(): Number of indices ({flat.size}) should be equal to "
-                           f"source.size(dim): ({ss[d if src.ndim else 0]}), for dim: {d}")
-    _check_bounds(flat, arr.shape[d] if arr.ndim else 1, d)
-    return IndexAdd.apply(input, d, flat, source, alpha)
-
-
-# ----------------------------------------------------------------------------------------
 # gather / scatter / scatter_add
 # ----------------------------------------------------------------------------------------
 def _as_1d(arr):
     return arr.reshape(1) if arr.ndim == 0 else arr
-
-
-class Gather(Function):
-    """gather(a, dim, idx): out[i][j] = a[i][idx[i][j]] (dim 1).  d/da = scatter_add of g."""
-    _node_name = "GatherBackward0"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, a, dim, idx):
-        arr = a._data
-        if ctx is not None:
-            ctx._aux = (arr.shape, dim, idx)
-            ctx.save_for_backward(a)    # only for the version check, as torch saves self
-        if arr.ndim == 0 or idx.ndim == 0:
-            return _as_1d(arr)[idx]
-        src = _block(arr, tuple(
-            s if k == dim else idx.shape[k] for k, s in enumerate(arr.shape)))
-        return np.take_along_axis(src, idx, axis=dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        shape, dim, idx = ctx._aux
-        ctx.saved_tensors
-        return _ScatterAddZeros.apply(g, shape, dim, idx), None, None
-
-
-class _ScatterAddZeros(Function):
-    """zeros(shape) with g scatter-added at idx along dim (gather's gradient).
-    d/dg = gather(gg, dim, idx)."""
-    _node_name = "ScatterAddBackward0"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, g, shape, dim, idx):
-        garr = g._data
-        if ctx is not None:
-            ctx._aux = (dim, idx)
-        out = np.zeros(shape, dtype=garr.dtype)
-        if not shape:
-            np.add.at(out.reshape(1), idx.reshape(-1), garr.reshape(-1))
-            return out
-        np.add.at(out.reshape(-1), _linear_index(shape, dim, idx).reshape(-1),
-                  np.broadcast_to(garr, idx.shape).reshape(-1))
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        dim, idx = ctx._aux
-        return Gather.apply(gg, dim, idx), None, None, None
-
-
-def _gather_index(fn, arr, dim, index, what="self", src=None):
-    idx = _index_arg(index, fn)
-    if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError(f"{fn}(): Expected dtype int32/int64 for index")
-    d = _dim(dim, arr.ndim)
-    if arr.ndim == 0 or idx.ndim == 0:
-        if arr.ndim > 1 or idx.ndim > 1:
-            raise RuntimeError(f"Index tensor must have the same number of dimensions as "
-                               f"{what} tensor")
-        _check_bounds(idx, arr.shape[0] if arr.ndim else 1, d)
-        return d, idx
-    if idx.ndim != arr.ndim:
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} "
-                           f"tensor")
-    for k in range(arr.ndim):
-        if fn == "gather":
-            if k != d and idx.shape[k] > arr.shape[k]:
-                raise RuntimeError(
-                    f"Size does not match at dimension {k} expected index {list(idx.shape)} to "
-                    f"be no larger than self {list(arr.shape)} apart from dimension {d}")
-        else:
-            bad = (k != d and idx.shape[k] > arr.shape[k]) or (
-                src is not None and src.ndim == idx.ndim and idx.shape[k] > src.shape[k])
-            if bad:
-                msg = (f"Expected index {list(idx.shape)} to be no larger than self "
-                       f"{list(arr.shape)} apart from dimension {d}")
-                if src is not None:
-                    msg += f" and to be no larger size than src {list(src.shape)}"
-                raise RuntimeError(msg)
-    _check_bounds(idx, arr.shape[d], d)
-    return d, idx
-
-
-def gather(input, dim, index, *, sparse_grad=False):
-    """out[i][j][k] = input[index[i][j][k]][j][k] (dim 0), ... along dim; index has input's
-    number of dims and is no larger than input outside dim."""
-    d, idx = _gather_index("gather", input._data, dim, index, what="input")
-    return Gather.apply(input, d, idx)
-
-
-def take_along_dim(input, indices, dim=None):
-    """gather with broadcasting of input and indices outside dim (flattened when dim is
-    None)."""
-    idx = _index_arg(indices, "take_along_dim", 2)
-    if idx.dtype not in (np.int64, np.int32):
-        raise RuntimeError("cgrad.take_along_dim(): dtype of indices should be int but got "
-                           f"{idx.dtype}")
-    if dim is None:
-        return gather(input.reshape(-1), 0, idx.reshape(-1))
-    arr = input._data
-    d = _dim(dim, arr.ndim)
-    if idx.ndim != arr.ndim:
-        raise RuntimeError("cgrad.take_along_dim(): input and indices should have the same "
-                           f"number of dimensions, but got {arr.ndim} dimensions for input, "
-                           f"and {idx.ndim} dimensions for indices")
-    a_shape = list(arr.shape)
-    i_shape = list(idx.shape)
-    a_shape[d] = i_shape[d] = 1
-    b = list(_broadcast_shape(tuple(a_shape), tuple(i_shape)))
-    ta, ti = list(b), list(b)
-    ta[d], ti[d] = arr.shape[d], idx.shape[d]
-    if tuple(ta) != arr.shape:
-        input = input._expand_to(tuple(ta))
-    if tuple(ti) != idx.shape:
-        idx = np.broadcast_to(idx, tuple(ti))
-    return gather(input, d, idx)
-
-
-class Scatter(Function):
-    """scatter(a, dim, idx, src): a copy of a with src written at idx.
-    d/da = g with zeros at idx; d/dsrc = gather(g, dim, idx) (zero-padded to src's shape)."""
-    _node_name = "ScatterBackward0"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, src):
-        arr, s = a._data, src._data
-        if ctx is not None:
-            ctx._aux = (dim, idx, s.shape)
-        out = np.array(arr, copy=True, order="C")
-        flat = out.reshape(-1)
-        if arr.ndim == 0:
-            flat[idx.reshape(-1)] = s.reshape(-1)[:idx.size]
-        else:
-            flat[_linear_index(arr.shape, dim, idx).reshape(-1)] = \
-                _block(s, idx.shape).reshape(-1)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        dim, idx, sshape = ctx._aux
-        _, _, _, gs = ctx.needs_input_grad
-        ga = ScatterValue.apply(g, dim, idx, 0)
-        gsrc = _pad_to(Gather.apply(g, dim, idx), sshape) if gs else None
-        return ga, None, None, gsrc
-
-
-class ScatterValue(Function):
-    """scatter(a, dim, idx, value): a copy of a with a number written at idx.
-    d/da = g with zeros at idx."""
-    _node_name = "ScatterBackward1"
-    _cg_saves = True      # torch saves the index (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, value):
-        arr = a._data
-        if ctx is not None:
-            ctx._aux = (dim, idx)
-        out = np.array(arr, copy=True, order="C")
-        flat = out.reshape(-1)
-        lin = idx.reshape(-1) if arr.ndim == 0 else _linear_index(arr.shape, dim, idx)
-        flat[lin.reshape(-1)] = value
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        dim, idx = ctx._aux
-        return ScatterValue.apply(g, dim, idx, 0), None, None, None
-
-
-class ScatterReduce(Function):
-    """scatter(a, dim, idx, src_or_value, reduce='add'|'multiply'). torch has no derivative
-    for it: the backward raises torch's error."""
-    _node_name = "NotImplemented"
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, src, reduce):
-        arr = a._data
-        out = np.array(arr, copy=True, order="C")
-        flat = out.reshape(-1)
-        lin = (idx.reshape(-1) if arr.ndim == 0
-               else _linear_index(arr.shape, dim, idx).reshape(-1))
-        if isinstance(src, TensorBase):
-            vals = _block(src._data, idx.shape).reshape(-1) if arr.ndim else \
-                src._data.reshape(-1)[:idx.size]
-        else:
-            vals = np.full(lin.shape, src, dtype=arr.dtype)
-        (np.add if reduce == "add" else np.multiply).at(flat, lin, vals.astype(arr.dtype))
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        raise RuntimeError("derivative for aten::scatter is not implemented")
-
-
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    """A copy of input with src (a tensor, or a number) written at index along dim:
-    out[i][index[i][j]] = src[i][j] (dim 1). reduce='add'/'multiply' combines instead (not
-    differentiable, as torch)."""
-    if src is None:
-        src = value
-    if src is None:
-        raise TypeError("scatter() missing required argument 'src' or 'value'")
-    arr = input._data
-    s = src._data if isinstance(src, TensorBase) else None
-    if isinstance(src, np.ndarray):
-        src, s = _wrap(src), src
-    d, idx = _gather_index("scatter", arr, dim, index, src=s)
-    if s is not None and s.dtype != arr.dtype:
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if reduce is not None:
-        if reduce not in ("add", "multiply"):
-            raise RuntimeError("reduce argument must be either add or multiply.")
-        return ScatterReduce.apply(input, d, idx, src, reduce)
-    if s is None:
-        if not isinstance(src, (int, float, np.number, np.bool_)):
-            raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
-                            f"{type(src).__name__}")
-        return ScatterValue.apply(input, d, idx, src)
-    return Scatter.apply(input, d, idx, src)
-
-
-class ScatterAdd(Function):
-    """scatter_add(a, dim, idx, src): a copy of a with src added at idx (repeats add up).
-    d/da = g, d/dsrc = gather(g, dim, idx) (zero-padded to src's shape)."""
-    _node_name = "ScatterAddBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dim, idx, src):
-        arr, s = a._data, src._data
-        if ctx is not None:
-            ctx._aux = (dim, s.shape)
-            if ctx.needs_input_grad[3]:     # as torch: the index only for src's gradient
-                ctx.save_for_backward(_wrap(idx))
-        out = np.array(arr, copy=True, order="C")
-        if arr.ndim == 0:
-            np.add.at(out.reshape(1), idx.reshape(-1), s.reshape(-1)[:idx.size])
-        else:
-            np.add.at(out.reshape(-1), _linear_index(arr.shape, dim, idx).reshape(-1),
-                      _block(s, idx.shape).reshape(-1))
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        dim, sshape = ctx._aux
-        ga, _, _, gs = ctx.needs_input_grad
-        gsrc = None
-        if gs:
-            idx = ctx.saved_tensors[0]._data
-            gsrc = _pad_to(Gather.apply(g, dim, idx), sshape)
-        return (g if ga else None), None, None, gsrc
-
-
-def scatter_add(input, dim, index, src):
-    """A copy of input with src added at index along dim: out[i][index[i][j]] += src[i][j]
-    (dim 1); repeated indices add up."""
-    src = _tensor_arg(src, "scatter_add", "src", 4)
-    arr = input._data
-    d, idx = _gather_index("scatter", arr, dim, index, src=src._data)
-    if src._data.dtype != arr.dtype:
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    return ScatterAdd.apply(input, d, idx, src)
 
 
 # ----------------------------------------------------------------------------------------
@@ -748,14 +349,492 @@ def argwhere(input):
     return nonzero(input)
 
 
-_OPS = {
-    "index_select": index_select, "index_add": index_add, "gather": gather,
-    "take_along_dim": take_along_dim, "scatter": scatter, "scatter_add": scatter_add,
-    "masked_fill": masked_fill, "masked_select": masked_select, "take": take,
-    "select": select, "nonzero": nonzero, "argwhere": argwhere,
-}
+def _torch_index_error(e):
+    """NumPy's IndexError rephrased as torch's."""
+    msg = str(e)
+    if msg.startswith("too many indices"):
+        nd = msg.split("array is ")[1].split("-dimensional")[0] if "array is " in msg else "?"
+        return IndexError(f"too many indices for tensor of dimension {nd}")
+    return IndexError(msg.replace(" for axis ", " for dimension "))
 
+
+def _getitem(arr, idx):
+    try:
+        out = arr[idx]
+    except IndexError as e:
+        if arr.ndim == 0 and type(idx) is int:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
+                             "number") from None
+        if arr.ndim == 0 and type(idx) is slice:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.") from None
+        raise _torch_index_error(e) from None
+    if type(out) is not np.ndarray and isinstance(out, np.generic):
+        # an integer in every dimension: NumPy returns a scalar (a copy); torch a 0-d view
+        out = arr[(idx if type(idx) is tuple else (idx,)) + (Ellipsis,)]
+    return out
+
+
+class _TorchIndex:
+    """An advanced index in torch's order: `pre` (ints, slices, None: a basic index, or None
+    for the identity) is applied first, then `post` (':' placeholders and index arrays,
+    NumPy's rules) to the result, of shape `vshape`. `row` = (axis, int array) when `post` is
+    a single integer array after placeholders (the embedding/gather pattern, which has a fast
+    backward); `accumulate` when `post` holds an integer array (repeats add up backward)."""
+    __slots__ = ("pre", "post", "accumulate", "row", "vshape")
+
+    def __init__(self, pre, post, accumulate, row):
+        self.pre, self.post, self.accumulate, self.row = pre, post, accumulate, row
+        self.vshape = None
+
+    def take(self, arr):
+        v = _getitem(arr, self.pre) if self.pre is not None else arr
+        self.vshape = v.shape
+        return _getitem(v, self.post)
+
+    def put(self, g, shape):
+        """zeros(shape) with g added at the indexed positions (the backward of take)."""
+        vshape = self.vshape
+        tmp = np.zeros(vshape, dtype=g.dtype)
+        if self.row is not None:
+            p, idx = self.row
+            n = vshape[p]
+            flat = idx.reshape(-1)
+            if flat.size and flat.min() < 0:
+                flat = np.where(flat < 0, flat + n, flat)
+            accumulate_along(tmp, p, flat, g.reshape(vshape[:p] + (flat.size,) + vshape[p + 1:]))
+        elif self.accumulate:
+            np.add.at(tmp, self.post, g)
+        else:
+            tmp[self.post] = g
+        if self.pre is None:
+            return tmp
+        out = np.zeros(shape, dtype=g.dtype)
+        out[self.pre] = tmp
+        return out
+
+
+_ROWS_MIN_SIZE, _ROWS_MIN_ROW = 1 << 16, 16
+
+
+def accumulate_along(out, axis, idx, src):
+    """out[(:,) * axis + (idx[j],)] += src[(:,) * axis + (j,)] for every j (repeated indices
+    add up), for a C-contiguous `out` and a 1-D non-negative integer `idx`.
+
+    np.add.at with a multi-dimensional index runs a slow per-element loop; a 1-D add.at on
+    linear indices is ~5x faster, and for large rows a sparse selection-matrix product
+    (scipy CSR, m x n) times src is another ~3-10x faster."""
+    n = idx.shape[0]
+    if n == 0 or src.size == 0:
+        return out
+    shape = out.shape
+    m = shape[axis]
+    A = int(np.prod(shape[:axis], dtype=np.int64))
+    B = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    if (src.size >= _ROWS_MIN_SIZE and A * B >= _ROWS_MIN_ROW and src.dtype == out.dtype
+            and out.dtype in (np.float32, np.float64)):
+        from scipy import sparse
+        sel = sparse.csr_matrix((np.ones(n, dtype=out.dtype), (idx, np.arange(n))),
+                                shape=(m, n))
+        s3 = src.reshape(A, n, B)
+        if A == 1:
+            out.reshape(m, B)[...] += sel @ s3.reshape(n, B)
+        else:
+            s2 = np.ascontiguousarray(s3.transpose(1, 0, 2)).reshape(n, A * B)
+            out.reshape(A, m, B)[...] += (sel @ s2).reshape(m, A, B).transpose(1, 0, 2)
+        return out
+    if A == 1 and B == 1:
+        lin = idx
+    else:
+        lin = ((np.arange(A, dtype=np.intp)[:, None, None] * m + idx[None, :, None]) * B
+               + np.arange(B, dtype=np.intp)[None, None, :])
+    np.add.at(out.reshape(-1), lin.reshape(-1), src.reshape(-1))
+    return out
+
+
+_IDX_TYPES_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                  "Variables are valid indices (got {})")
+
+
+def _index_array(it):
+    """An ndarray used as an index: int arrays (0-d ones are ints), bool masks; uint8 is a
+    mask (torch's deprecated byte mask); anything else is torch's IndexError."""
+    k = it.dtype.kind
+    if k == "b":
+        return it
+    if it.dtype == np.uint8:
+        _warn("indexing with dtype cgrad.uint8 is now deprecated, please use a dtype "
+                      "cgrad.bool instead.", UserWarning)
+        return it.astype(np.bool_)
+    if k in "iu":
+        return int(it) if it.ndim == 0 else it
+    if it.size == 0 and k == "f" and it.ndim == 1:
+        return it.astype(np.int64)        # x[[]]: an empty list
+    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+
+
+def _float_index(arr, from_list):
+    """A float list or NumPy array used as an index: torch converts it to int64 (truncating
+    toward zero), as an index tensor built from the data; a float *tensor* is refused."""
+    if arr.dtype.kind == "c":
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    if from_list and arr.dtype != np.float64:       # np.float32 scalars in a list
+        raise TypeError(f"'numpy.{arr.dtype.name}' object cannot be interpreted as an "
+                        "integer")
+    with np.errstate(invalid="ignore"):
+        if not (np.isfinite(arr).all() and (np.abs(arr) < 2.0 ** 63).all()):
+            raise RuntimeError("value cannot be converted to type int64 without overflow")
+    return arr.astype(np.int64)
+
+
+def float_index_data(idx):
+    """idx unchanged, or an int64 array for a list or ndarray of floats (torch's rule:
+    x[[0.0, 1.0]] is x[[0, 1]]); for Tensor.__setitem__."""
+    if isinstance(idx, np.ndarray):
+        if idx.dtype.kind in "fc" and idx.size:
+            return _float_index(idx, False)
+        return idx
+    if type(idx) is list:
+        try:
+            arr = np.asarray(idx)
+        except (ValueError, TypeError):
+            return idx
+        if arr.dtype.kind in "fc" and arr.size:
+            return _float_index(arr, True)
+    return idx
+
+
+def _index_dims(it):
+    """Dimensions an index item consumes, as torch counts them (count_specified_dimensions):
+    0 for None, Ellipsis and Python bools, a bool or uint8 tensor its ndim, others 1."""
+    if it is None or it is Ellipsis or type(it) is bool or type(it) is np.bool_:
+        return 0
+    arr = it._data if isinstance(it, TensorBase) else it
+    if type(arr) is np.ndarray and (arr.dtype == np.bool_ or arr.dtype == np.uint8):
+        return arr.ndim
+    return 1
+
+
+def fold_ellipses(items, nd):
+    """torch's reading of an index with several Ellipses: each one stands for the nd - k
+    dimensions that the other items do not consume (k), so after the first one every later
+    Ellipsis points past the last dimension: harmless when nothing but Ellipses follows it
+    (or when k == nd), an IndexError otherwise. Returns the items with one Ellipsis."""
+    pos = [i for i, it in enumerate(items) if it is Ellipsis]
+    if len(pos) <= 1:
+        return items
+    k = nd - builtins.sum(_index_dims(it) for it in items)
+    if k > 0:
+        d, r = 0, nd                    # torch's dim pointer and the result's ndim
+        for i, it in enumerate(items):
+            if it is Ellipsis:
+                d += k
+                continue
+            if i > pos[1]:
+                if _index_dims(it) == 0 and it is not Ellipsis:       # None, True, False
+                    raise IndexError(f"Dimension out of range (expected to be in range of "
+                                     f"[{-(r + 1)}, {r}], but got {d})")
+                if isinstance(it, (int, np.integer, slice)):
+                    raise IndexError(f"Dimension out of range (expected to be in range of "
+                                     f"[{-r}, {r - 1}], but got {d})")
+                raise IndexError(f"too many indices for tensor of dimension {r} (got {d + 1})")
+            n = _index_dims(it)
+            if n == 0:
+                r += 1
+                d += 1
+            elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+                r -= 1
+            else:
+                d += n
+    keep = pos[0]
+    return type(items)(it for i, it in enumerate(items) if it is not Ellipsis or i == keep)
+
+
+def _norm_item(it):
+    tp = type(it)
+    if tp is int or tp is slice or it is None or it is Ellipsis:
+        return it
+    if tp is bool or tp is np.bool_:
+        return np.asarray(it, dtype=np.bool_)
+    if isinstance(it, TensorBase):
+        return _index_array(it._data)
+    if isinstance(it, np.ndarray):
+        if it.dtype.kind in "fc" and it.size:
+            return _index_array(_float_index(it, False))
+        return _index_array(it)
+    if isinstance(it, np.integer) or isinstance(it, int):
+        return int(it)
+    if tp is list or tp is tuple or tp is range:
+        try:
+            arr = np.asarray(it)
+        except (ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype == object:
+            raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+        if arr.dtype.kind in "fc" and arr.size:
+            arr = _float_index(arr, True)
+        return _index_array(arr)
+    if hasattr(tp, "__index__") and not isinstance(it, (float, np.floating)):
+        return operator.index(it)
+    raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+
+
+def _sequence_as_tuple(seq):
+    """torch's treatSequenceAsTuple (NumPy's old heuristic): a list index holding a sequence,
+    slice, Ellipsis, None or Tensor is a tuple of indices."""
+    if len(seq) >= 32:
+        return False
+    for it in seq:
+        if it is None or it is Ellipsis:
+            return True
+        if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
+            _warn(
+                "Using a non-tuple sequence for multidimensional indexing is deprecated and "
+                "will be changed in cgrad (as in pytorch 2.9); use x[tuple(seq)] instead of "
+                "x[seq].",
+                UserWarning)
+            return True
+    return False
+
+
+def _consumed(items):
+    n = n_ell = 0
+    for it in items:
+        if it is None:
+            continue
+        if it is Ellipsis:
+            n_ell += 1
+        elif type(it) is np.ndarray and it.dtype == np.bool_:
+            n += it.ndim
+        else:
+            n += 1
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    return n
+
+
+def _too_many(nd):
+    return IndexError(f"too many indices for tensor of dimension {nd}")
+
+
+def _basic_kind(items, shape):
+    """The torch node of a basic index: torch applies the items in order and names the node
+    after the last one that does something (a full slice does nothing inside a tuple)."""
+    nd = len(shape)
+    used = _consumed(items)
+    if used > nd:
+        raise _too_many(nd)
+    kind = AliasIndex
+    d = 0
+    for it in items:
+        if it is None:
+            kind = UnsqueezeIndex
+        elif it is Ellipsis:
+            d += nd - used
+        elif type(it) is slice:
+            if it.indices(shape[d]) != (0, shape[d], 1):
+                kind = SliceIndex
+            d += 1
+        else:
+            kind = SelectIndex
+            d += 1
+    return kind
+
+
+def _advanced(items, shape):
+    """Split an index with arrays into torch's two steps (see _TorchIndex)."""
+    nd = len(shape)
+    used = _consumed(items)
+    if used > nd:
+        raise _too_many(nd)
+    full = slice(None)
+    pre, post = [], []
+    has_pre = accumulate = False
+    n_arrays = 0
+    row = None
+    d = 0
+    for it in items:
+        if it is Ellipsis:
+            k = nd - used
+            pre += [full] * k
+            post += [full] * k
+            d += k
+        elif it is None:
+            pre.append(None)
+            post.append(full)
+            has_pre = True
+        elif type(it) is int:
+            pre.append(it)
+            has_pre = True
+            d += 1
+        elif type(it) is slice:
+            pre.append(it)
+            post.append(full)
+            has_pre = has_pre or it != full
+            d += 1
+        elif it.dtype == np.bool_ and it.ndim == 0:     # x[True]: unsqueeze, index [0] / []
+            pre.append(None)
+            has_pre = True
+            n_arrays += 1
+            post.append(np.zeros(1 if it else 0, dtype=np.intp))
+        elif it.dtype == np.bool_:
+            k = it.ndim
+            for j in range(k):
+                if it.shape[j] != shape[d + j]:
+                    raise IndexError(
+                        f"The shape of the mask {list(it.shape)} at index {j} does not match "
+                        f"the shape of the indexed tensor {list(shape)} at index {d + j}")
+            pre += [full] * k
+            post.append(it)
+            n_arrays += 1
+            d += k
+        else:
+            pre.append(full)
+            if n_arrays == 0:
+                row = (len(post), it)
+            post.append(it)
+            n_arrays += 1
+            accumulate = True
+            d += 1
+    while post and type(post[-1]) is slice:
+        post.pop()
+    if n_arrays != 1 or (row is not None and row[0] != len(post) - 1):
+        row = None
+    return _TorchIndex(tuple(pre) if has_pre else None, tuple(post), accumulate, row)
+
+
+class Index(Function):
+    """a[idx] with torch's semantics (see _TorchIndex; a plain NumPy index also works).
+    d/da = zeros with g added at idx (repeated indices add up)."""
+    _node_name = "IndexBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
+
+    @staticmethod
+    def forward(ctx, a, idx):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = (arr.shape, idx)
+        if type(idx) is _TorchIndex:
+            out = idx.take(arr)
+            # torch's result of a contiguous input is contiguous (NumPy's a[:, [0, 1]] is
+            # not, and view() would raise on it where torch's works)
+            if arr.flags.c_contiguous and not out.flags.c_contiguous:
+                out = out.copy(order="C")
+            return out
+        return _getitem(arr, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, idx = ctx._aux
+        fwd = ctx._forward_cls
+        return fwd._bwd.apply(g, shape, idx, fwd), None
+
+
+class IndexBackward(Function):
+    """Scatter-add g into zeros(shape) at idx (torch's index_put with accumulate=True).
+    d/dg = grad[idx]."""
+    _node_name = "IndexPutImplBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
+
+    @staticmethod
+    def forward(ctx, g, shape, idx, fwd=None):
+        if ctx is not None:
+            ctx._aux = (idx, fwd or Index)
+        garr = g._data
+        if type(idx) is _TorchIndex:
+            return idx.put(garr, shape)
+        out = np.zeros(shape, dtype=garr.dtype)
+        if _is_basic(idx):
+            out[idx] = garr
+        else:
+            np.add.at(out, idx, garr)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx, fwd = ctx._aux
+        return fwd.apply(gg, idx), None, None, None
+
+
+Index._bwd = IndexBackward
+
+
+class _SelectBackward(IndexBackward):
+    _node_name = "SelectBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
+
+
+class _SliceBackward(IndexBackward):
+    _node_name = "SliceBackwardBackward0"
+    _cg_saves = False     # saves nothing (Note [Freed saved values])
+
+
+class SelectIndex(Index):
+    _node_name = "SelectBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+    _bwd = _SelectBackward
+
+
+class SliceIndex(Index):
+    _node_name = "SliceBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+    _bwd = _SliceBackward
+
+
+class UnsqueezeIndex(Index):
+    _node_name = "UnsqueezeBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+
+
+class AliasIndex(Index):
+    _node_name = "AliasBackward0"
+    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+
+
+def _is_basic(idx):
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(i is None or i is Ellipsis or (isinstance(i, (int, slice, np.integer))
+                                              and not isinstance(i, (bool, np.bool_)))
+               for i in items)
+
+
+def index(a, idx):
+    """a[idx] with torch's semantics: ints, slices (negative steps allowed, unlike torch),
+    None, Ellipsis, bools, boolean masks and integer arrays / lists / tensors. Basic indices
+    give views; the node is named as torch's."""
+    tp = type(idx)
+    if tp is int:
+        return SelectIndex.apply(a, idx)
+    if tp is slice:
+        return SliceIndex.apply(a, idx)
+    if tp is not tuple:
+        if idx is None:
+            return UnsqueezeIndex.apply(a, idx)
+        if idx is Ellipsis:
+            return AliasIndex.apply(a, idx)
+        if tp is list and _sequence_as_tuple(idx):
+            idx = tuple(idx)
+        else:
+            idx = (idx,)
+    items = fold_ellipses([_norm_item(it) for it in idx], a._data.ndim)
+    shape = a._data.shape
+    for it in items:
+        if type(it) is np.ndarray:
+            return Index.apply(a, _advanced(items, shape))
+    items = tuple(items)
+    return _basic_kind(items, shape).apply(a, items)
+
+
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
 # name -> function(self, ...) installed as a cgrad.Tensor method
-TENSOR_METHODS: dict = dict(_OPS)
+TENSOR_METHODS: dict = {
+    "masked_fill": masked_fill, "masked_select": masked_select, "take": take, "select": select,
+    "nonzero": nonzero, "argwhere": argwhere,
+}
 # name -> function installed as cgrad.<name> (top-level functional form)
-FUNCTIONS: dict = dict(_OPS)
+FUNCTIONS: dict = {
+    "masked_fill": masked_fill, "masked_select": masked_select, "take": take, "select": select,
+    "nonzero": nonzero, "argwhere": argwhere,
+}

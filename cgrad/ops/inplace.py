@@ -47,8 +47,8 @@ except ImportError:     # NumPy < 2
 from cgrad import _C
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops.binary import torch_type_name
-from cgrad.ops.shape import float_index_data, fold_ellipses
+from cgrad.ops.promotion import torch_type_name
+from cgrad.ops.indexing import float_index_data, fold_ellipses
 
 # node names of torch's view ops: an in-place op on their output would need CopySlices
 _VIEW_NODES = frozenset({
@@ -523,7 +523,7 @@ class IndexPut(Function):
             gv = g[idx]
             if tuple(gv.shape) != tuple(vshape):
                 # value broadcast to the indexed region: sum over the broadcast dimensions
-                from cgrad.ops.reduce import sum_to
+                from cgrad.ops.reductions import sum_to
                 lead = gv.ndim - len(vshape)
                 if lead < 0:
                     gv = gv.reshape(vshape)

@@ -1,12 +1,11 @@
-"""Shape ops beyond reshape/view/expand (those live in cgrad/ops/shape.py; permute and
-transpose in cgrad/ops/linalg.py): movedim, squeeze, flatten/unflatten/ravel, repeat/tile,
-cat/stack (and hstack/vstack), split/chunk/unbind, flip, roll, narrow, plus the function forms
-torch has for methods defined elsewhere (unsqueeze, clone).
+"""Joining, splitting and repeating (see cgrad/ops/__init__.py for the conventions):
+cat/concat, stack, hstack/vstack/dstack/column_stack, atleast_1d/2d/3d, broadcast_tensors,
+meshgrid, block_diag, split/split_with_sizes/chunk/unbind, repeat/tile, flip, roll.
 
-Views stay views where torch returns views (movedim, squeeze, flatten of a
-contiguous tensor, unflatten, narrow, split/chunk/unbind pieces); ops that copy in torch
-(repeat, tile, cat, stack, flip, roll) return fresh arrays, so writing into their result never
-changes the input. Every backward is written with cgrad ops (double backward works).
+split/chunk/unbind pieces are views, as in torch; ops that copy in torch (repeat, tile, cat,
+stack, flip, roll) return fresh arrays, so writing into their result never changes the
+input. Every backward is written with cgrad ops (double backward works); a tensor list of
+any length is one node.
 """
 from __future__ import annotations
 
@@ -15,52 +14,16 @@ import operator
 
 import numpy as np
 
+from cgrad.ops.shape import _dim
 from cgrad._warn import warn as _warn
 from cgrad import _C
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
-from cgrad.ops.linalg import Permute
 from cgrad.ops._util import contiguous_result
-from cgrad.ops.reduce import _norm_dims
-from cgrad.ops.shape import SliceIndex, SelectIndex, View, reshape as _reshape
+from cgrad.ops._util import _norm_dims
+from cgrad.ops.shape import _dims_arg, _select_along, _slice_along, _unique_dims
 
 _FULL = slice(None)
-
-
-# ----------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------
-def _dim(d, ndim):
-    """A single dim normalised to [0, ndim) (0 for 0-d), torch's IndexError when out of
-    range."""
-    try:
-        d = operator.index(d)
-    except TypeError:
-        raise TypeError(f"dim must be an int, got {type(d).__name__}") from None
-    return _norm_dims(d, ndim)[0]
-
-
-def _dims_arg(dims):
-    """Varargs or one sequence: f(0, 1) and f((0, 1)) both give (0, 1)."""
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        return tuple(dims[0])
-    return tuple(dims)
-
-
-def _unique_dims(dims, ndim):
-    out = _norm_dims(tuple(dims), ndim) if dims else ()
-    seen = set()
-    for d in out:
-        if d in seen:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        seen.add(d)
-    return out
-
-
-def _int(x):
-    if isinstance(x, TensorBase):
-        return int(x.item())
-    return operator.index(x)
 
 
 def _check_tensors(tensors, fn):
@@ -77,151 +40,13 @@ def _check_tensors(tensors, fn):
     return tensors
 
 
-def _slice_along(t, d, start, stop):
-    """t[(:,) * d + (start:stop,)] as a differentiable view (SliceBackward0)."""
-    return SliceIndex.apply(t, (_FULL,) * d + (slice(start, stop),))
-
-
-def _select_along(t, d, i):
-    return SelectIndex.apply(t, (_FULL,) * d + (i,))
-
-
 def _result_dtype(arrays):
     """torch.promote_types over all operands (cat/stack: every tensor counts, 0-d or not)."""
-    from cgrad.ops.binary import _promote2
+    from cgrad.ops.promotion import _promote2
     dt = None
     for a in arrays:
         dt = a.dtype if dt is None else _promote2(dt, a.dtype)
     return dt
-
-
-# ----------------------------------------------------------------------------------------
-# movedim (permute, transpose and swapaxes live in linalg / linalg_ext)
-# ----------------------------------------------------------------------------------------
-def movedim(input, source, destination):
-    """Move dim(s) `source` to position(s) `destination`, the others keep their order."""
-    nd = input._data.ndim
-    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
-    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
-    if len(src) != len(dst):
-        raise RuntimeError(
-            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
-            f"contain the same number of dims as destination ({list(dst)} dims)")
-    src_n = _norm_dims(src, nd) if src else ()
-    dst_n = _norm_dims(dst, nd) if dst else ()
-    for name, orig, norm in (("source", src, src_n), ("destination", dst, dst_n)):
-        if len(set(norm)) != len(norm):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(orig)})")
-    order = [None] * nd
-    for s, d in zip(src_n, dst_n):
-        order[d] = s
-    rest = iter(i for i in range(nd) if i not in set(src_n))
-    perm = tuple(o if o is not None else next(rest) for o in order)
-    return Permute.apply(input, perm)
-
-
-# ----------------------------------------------------------------------------------------
-# squeeze / unsqueeze / flatten / unflatten
-# ----------------------------------------------------------------------------------------
-class Squeeze(Function):
-    """squeeze(a) (no dim): a view without the size-1 dims.  d/da = g.reshape(a.shape)."""
-    _node_name = "SqueezeBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dims):
-        arr = a._data
-        if ctx is not None:
-            ctx._aux = arr.shape
-        return arr.squeeze(dims)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g.reshape(ctx._aux), None
-
-
-class SqueezeDim(Squeeze):
-    """squeeze(a, dim) with an int dim."""
-    _node_name = "SqueezeBackward1"
-
-
-class SqueezeDims(Squeeze):
-    """squeeze(a, dims) with a tuple of dims."""
-    _node_name = "SqueezeBackward2"
-
-
-def squeeze(input, dim=None):
-    """Remove dims of size 1: all of them, or those in `dim` (an int or a tuple) that have
-    size 1 (others are left alone, as torch)."""
-    arr = input._data
-    if dim is None:
-        return Squeeze.apply(input, tuple(i for i, s in enumerate(arr.shape) if s == 1))
-    if isinstance(dim, (tuple, list)):
-        dims = _unique_dims(tuple(dim), arr.ndim)
-        cls = SqueezeDims
-    else:
-        dims = (_dim(dim, arr.ndim),)
-        cls = SqueezeDim
-    return cls.apply(input, tuple(d for d in dims if d < arr.ndim and arr.shape[d] == 1))
-
-
-def unsqueeze(input, dim):
-    """A view with a new dim of size 1 at `dim`."""
-    return input.unsqueeze(dim)
-
-
-def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims start_dim..end_dim into one (a view when the input is contiguous, as
-    reshape). A 0-d input gives shape (1,); start_dim == end_dim returns the input itself."""
-    arr = input._data
-    nd = arr.ndim
-    if nd == 0:
-        return _reshape(input, (1,))
-    s, e = _dim(start_dim, nd), _dim(end_dim, nd)
-    if s > e:
-        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    if s == e:
-        return input
-    shape = arr.shape
-    n = 1
-    for k in shape[s:e + 1]:
-        n *= k
-    return _reshape(input, shape[:s] + (n,) + shape[e + 1:])
-
-
-def unflatten(input, dim, sizes):
-    """Split dim into `sizes` (one entry may be -1): always a view."""
-    arr = input._data
-    d = _dim(dim, arr.ndim)
-    sizes = tuple(operator.index(s) for s in sizes)
-    if not sizes:
-        raise RuntimeError("unflatten: sizes must be non-empty")
-    n = arr.shape[d]
-    known = 1
-    for s in sizes:
-        if s != -1:
-            known *= s
-    if sizes.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    if (-1 in sizes and (known == 0 or n % known)) or (-1 not in sizes and known != n):
-        raise RuntimeError(
-            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
-            f"{dim} ({n}) in the input tensor")
-    if -1 in sizes:
-        sizes = tuple(n // known if s == -1 else s for s in sizes)
-    return View.apply(input, arr.shape[:d] + sizes + arr.shape[d + 1:])
-
-
-def ravel(input):
-    """A contiguous 1-D tensor: a view of a contiguous input, else a copy."""
-    return input.contiguous().view(-1)
-
-
-def view_as(self, other):
-    return self.view(other.shape)
-
-
-def reshape_as(self, other):
-    return self.reshape(other.shape)
 
 
 # ----------------------------------------------------------------------------------------
@@ -371,7 +196,7 @@ def _into_out(name, out, tensors, compute):
     """torch's ``out=`` for cat and stack: nothing is recorded (an error if something requires
     grad), ``out`` is resized if its shape differs (with torch's warning when it had
     elements), the result is cast to out's dtype and written into it in place."""
-    from cgrad.ops.binary import torch_type_name
+    from cgrad.ops.promotion import torch_type_name
     if not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if _C.is_grad_enabled() and (out.requires_grad or any(t.requires_grad for t in tensors)):
@@ -799,53 +624,21 @@ def roll(input, shifts, dims=None):
     return Roll.apply(input, sh, dm)
 
 
-def narrow(input, dim, start, length):
-    """input[(:,) * dim + (start:start + length,)]: a view (SliceBackward0). start may be
-    negative (counted from the end) or a 0-d integer tensor."""
-    arr = input._data
-    if arr.ndim == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = _dim(dim, arr.ndim)
-    start, length = _int(start), _int(length)
-    n = arr.shape[d]
-    if not -n <= start <= n:
-        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
-                         f"{start})")
-    if start < 0:
-        start += n
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
-    if start + length > n:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return _slice_along(input, d, start, start + length)
-
-
 # ----------------------------------------------------------------------------------------
-# function forms of methods defined elsewhere
+# registration
 # ----------------------------------------------------------------------------------------
-def clone(input, *, memory_format=None):
-    """A copy that stays in the graph (CloneBackward0)."""
-    return input.clone()
-
-
-_FUNCTIONS = {
-    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "unsqueeze": unsqueeze,
-    "flatten": flatten, "unflatten": unflatten, "ravel": ravel, "tile": tile, "cat": cat,
-    "concat": cat, "concatenate": cat, "stack": stack, "hstack": hstack, "vstack": vstack,
-    "dstack": dstack, "column_stack": column_stack, "atleast_1d": atleast_1d,
-    "atleast_2d": atleast_2d, "atleast_3d": atleast_3d, "broadcast_tensors": broadcast_tensors,
-    "meshgrid": meshgrid, "block_diag": block_diag,
-    "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
-    "flip": flip, "roll": roll, "narrow": narrow, "clone": clone,
-}
-
 # name -> function(self, ...) installed as a cgrad.Tensor method
 TENSOR_METHODS: dict = {
-    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "flatten": flatten,
-    "unflatten": unflatten, "ravel": ravel, "view_as": view_as, "reshape_as": reshape_as,
     "repeat": repeat, "tile": tile, "split": _split_method,
     "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind, "flip": flip,
-    "roll": roll, "narrow": narrow,
+    "roll": roll,
 }
 # name -> function installed as cgrad.<name> (top-level functional form)
-FUNCTIONS: dict = dict(_FUNCTIONS)
+FUNCTIONS: dict = {
+    "tile": tile, "cat": cat, "concat": cat, "concatenate": cat, "stack": stack,
+    "hstack": hstack, "vstack": vstack, "dstack": dstack, "column_stack": column_stack,
+    "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
+    "broadcast_tensors": broadcast_tensors, "meshgrid": meshgrid, "block_diag": block_diag,
+    "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
+    "flip": flip, "roll": roll,
+}

@@ -35,13 +35,12 @@ derivative works. A node saves only the operands its gradients need.
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 
-from cgrad._warn import warn as _warn
 from cgrad._C import TensorBase, _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
+from cgrad.ops.shape import Transpose
 
 # ----------------------------------------------------------------------------------------
 # dtype names as torch prints them in these kernels' errors
@@ -135,7 +134,7 @@ def _save(ctx, a, b):
 
 
 def _sum_to_shape(arr, shape):
-    from cgrad.ops.reduce import _sum_to_array
+    from cgrad.ops.reductions import _sum_to_array
     return arr if arr.shape == shape else _sum_to_array(arr, shape)
 
 
@@ -207,7 +206,7 @@ def _prod(x, y):
 
 def _grads_graph(g, a, b, sa, sb, na, nb):
     """dA, dB from cgrad ops (create_graph=True): differentiable again."""
-    from cgrad.ops.reduce import sum_to
+    from cgrad.ops.reductions import sum_to
     la, lb = len(sa), len(sb)
     if la == 1 and lb == 1:
         return (g * b if na else None), (g * a if nb else None)
@@ -245,6 +244,7 @@ class MatMul(Function):
     """Broadcast matmul (np.matmul semantics); the node of torch's N-D matmul paths, whose
     output is an ``_unsafe_view`` of one mm/mv/bmm call.  dA = G @ B^T, dB = A^T @ G."""
     _node_name = "UnsafeViewBackward0"
+    _cg_composite = True      # Note [Nothing needed] (cgrad/_C.pyx)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -440,6 +440,11 @@ def _folds_to_view(A):
     return all(lead[i][1] == lead[i + 1][1] * lead[i + 1][0] for i in range(len(lead) - 1))
 
 
+# products with a sparse operand: cgrad.sparse's matmul and mm, handed over at import of cgrad
+# (cgrad/__init__.py, _wire; sparse is a layer above the op library)
+_sparse = {}
+
+
 def matmul(input, other):
     """torch.matmul: dot, mv, mm, or broadcast batched product (one node, torch's name)."""
     a, b = input, other
@@ -447,8 +452,7 @@ def matmul(input, other):
         _tensor_arg(a, "matmul", "input", 1)
         _tensor_arg(b, "matmul", "other", 2)
     if a.is_sparse or b.is_sparse:     # sparse: sparse @ dense / dense @ sparse
-        from cgrad.sparse import matmul as sparse_matmul
-        return sparse_matmul(a, b)
+        return _sparse["matmul"](a, b)
     A, B = a._data, b._data
     n1, n2 = A.ndim, B.ndim
     if n1 == 2 and n2 == 2:
@@ -483,130 +487,95 @@ def matmul(input, other):
 
 
 # ----------------------------------------------------------------------------------------
-# transposes and permutations (views)
+# products: functions and methods with torch's argument checks
 # ----------------------------------------------------------------------------------------
-def _wrap_dim(d, nd):
-    """torch's maybe_wrap_dim (a 0-d tensor accepts dims -1 and 0)."""
-    d = operator.index(d)
-    n = max(nd, 1)
-    if not -n <= d < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {d})")
-    return d % n
+def mm(input, mat2):
+    """Matrix product of two 2-D tensors (no broadcasting)."""
+    _tensor_arg(input, "mm", "input", 1)
+    _tensor_arg(mat2, "mm", "mat2", 2)
+    if input.is_sparse or mat2.is_sparse:
+        return _sparse["mm"](input, mat2)
+    return Mm.apply(input, mat2)
 
 
-class T(Function):
-    """t(a): transpose of a 0/1/2-D tensor (a view).  d/da = g.t()."""
-    _node_name = "TBackward0"
-
-    @staticmethod
-    def forward(ctx, a):
-        arr = a._data
-        if arr.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                               f"{arr.ndim}D")
-        return arr.T
-
-    @staticmethod
-    def backward(ctx, g):
-        return T.apply(g)
+def bmm(input, mat2):
+    """Batched matrix product of two 3-D tensors with the same batch size."""
+    _tensor_arg(input, "bmm", "input", 1)
+    _tensor_arg(mat2, "bmm", "mat2", 2)
+    return Bmm.apply(input, mat2)
 
 
-class Transpose(Function):
-    """transpose(a, d0, d1) (a view).  d/da = g.transpose(d0, d1)."""
-    _node_name = "TransposeBackward0"
-
-    @staticmethod
-    def forward(ctx, a, d0, d1):
-        arr = a._data
-        nd = arr.ndim
-        d0, d1 = _wrap_dim(d0, nd), _wrap_dim(d1, nd)
-        if ctx is not None:
-            ctx._aux = (d0, d1)
-        if nd == 0:
-            return arr.view()
-        return np.swapaxes(arr, d0, d1)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Transpose.apply(g, *ctx._aux), None, None
+def mv(input, vec):
+    """Matrix-vector product of a 2-D and a 1-D tensor."""
+    _tensor_arg(input, "mv", "input", 1)
+    _tensor_arg(vec, "mv", "vec", 2)
+    return Mv.apply(input, vec)
 
 
-class Permute(Function):
-    """permute(a, dims) (a view).  d/da = g.permute(inverse of dims)."""
-    _node_name = "PermuteBackward0"
-
-    @staticmethod
-    def forward(ctx, a, dims):
-        arr = a._data
-        nd = arr.ndim
-        if len(dims) != nd:
-            raise RuntimeError(
-                "permute(sparse_coo): number of dimensions in the tensor input does not match "
-                "the length of the desired ordering of dimensions i.e. input.dim() = "
-                f"{nd} is not equal to len(dims) = {len(dims)}")
-        dims = tuple(_wrap_dim(d, nd) for d in dims)
-        if len(set(dims)) != nd:
-            raise RuntimeError("permute(): duplicate dims are not allowed.")
-        if ctx is not None:
-            ctx._aux = dims
-        return np.transpose(arr, dims) if nd else arr.view()
-
-    @staticmethod
-    def backward(ctx, g):
-        dims = ctx._aux
-        inv = [0] * len(dims)
-        for i, d in enumerate(dims):
-            inv[d] = i
-        return Permute.apply(g, tuple(inv)), None
+def dot(input, tensor):
+    """Inner product of two 1-D tensors with the same number of elements."""
+    _tensor_arg(input, "dot", "input", 1)
+    _tensor_arg(tensor, "dot", "tensor", 2)
+    return Dot.apply(input, tensor)
 
 
-def permute_dims(dims):
-    """Tensor.permute's argument forms: permute(1, 0) or permute((1, 0))."""
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        return tuple(dims[0])
-    if len(dims) == 1 and isinstance(dims[0], TensorBase):
-        return tuple(dims[0].tolist())
-    if not dims:
-        raise TypeError('permute() missing 1 required positional arguments: "dims"')
-    for d in dims:
-        if not isinstance(d, (int, np.integer)):
-            from cgrad._checks import type_name
-            raise TypeError(f"permute(): argument 'dims' (position 1) must be tuple of ints, "
-                            f"not {type_name(d)}")
-    return dims
+def outer(input, vec2):
+    """Outer product of two 1-D tensors: ``input[:, None] * vec2`` (torch's composition:
+    a ``MulBackward0`` node, dtypes promoted as in ``*``)."""
+    _tensor_arg(input, "outer", "input", 1)
+    _tensor_arg(vec2, "outer", "vec2", 2)
+    for name, x in (("self", input), ("vec2", vec2)):
+        if x._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {x._data.ndim}-D")
+    return input.reshape(input._data.shape[0], 1) * vec2
 
 
-_T_WARNING = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
-              "deprecated and it will throw an error in a future release. Consider `x.mT` to "
-              "transpose batches of matrices or `x.permute(*cgrad.arange(x.ndim - 1, -1, -1))` "
-              "to reverse the dimensions of a tensor.")
-_T0_WARNING = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
-               "cases.")
+ger = outer
 
 
-def reverse_dims(x):
-    """x.T: all dims reversed (torch warns for tensors that are not 2-D)."""
-    nd = x._data.ndim
-    if nd != 2:
-        _warn(_T0_WARNING if nd == 0 else _T_WARNING, UserWarning)
-    return Permute.apply(x, tuple(range(nd - 1, -1, -1)))
+def vecdot(x, y, *, dim=-1):
+    """linalg.vecdot: sum(x * y, dim) (real tensors)."""
+    _tensor_arg(x, "linalg_vecdot", "x", 1)
+    _tensor_arg(y, "linalg_vecdot", "y", 2)
+    _check_float(x._data, "linalg.vecdot")
+    if x._data.dtype != y._data.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
+                           f"x of type {_tn(x._data.dtype)} and y of type {_tn(y._data.dtype)} "
+                           "instead")
+    _infer_size(x._data.shape, y._data.shape)        # torch's broadcasting error
+    return (x * y).sum(dim)
 
 
-class Unsqueeze(Function):
-    """unsqueeze(a, dim).  d/da = g.squeeze(dim)."""
-    _node_name = "UnsqueezeBackward0"
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+def _matmul_method(self, other):
+    return matmul(self, other)
 
-    @staticmethod
-    def forward(ctx, a, dim):
-        nd = a._data.ndim + 1
-        if not -nd <= dim < nd:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
-                             f"{nd - 1}], but got {dim})")
-        if ctx is not None:
-            ctx._aux = a._data.shape
-        return np.expand_dims(a._data, dim % nd)
 
-    @staticmethod
-    def backward(ctx, g):
-        return g.reshape(ctx._aux), None
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+# name -> function(self, ...) installed as a cgrad.Tensor method
+TENSOR_METHODS: dict = {
+    "matmul": _matmul_method, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "outer": outer,
+    "ger": ger,
+}
+# name -> function installed as cgrad.<name> (top-level functional form)
+FUNCTIONS: dict = {
+    "matmul": matmul, "mm": mm, "bmm": bmm, "mv": mv, "dot": dot, "outer": outer, "ger": ger,
+}
+
+
+# ----------------------------------------------------------------------------------------
+# SVD
+# ----------------------------------------------------------------------------------------
+def _check_float(arr, fn):
+    if arr.dtype.kind not in "fc":
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
+                           f"{_tn(arr.dtype)}")
+
+
+def _check_matrix(arr, fn):
+    if arr.ndim < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")

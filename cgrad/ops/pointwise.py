@@ -24,10 +24,11 @@ import numpy as np
 from cgrad import _dtype
 from cgrad._C import _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
-from cgrad.ops import binary as _binary
-from cgrad.ops.binary import (ClampScalar, _mask_mul, _zeros_for, mask_fill, mask_where,
-                               torch_type_name)
-from cgrad.ops.elementwise import PowScalar
+from cgrad.ops import comparison as _comparison
+from cgrad.ops.comparison import ClampScalar, _mask_mul, mask_fill, mask_where
+from cgrad.ops.arithmetic import _zeros_for
+from cgrad.ops.promotion import torch_type_name
+from cgrad.ops.arithmetic import PowScalar
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -39,7 +40,7 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-from cgrad.ops.binary import _errstate  # noqa: E402
+from cgrad.ops.promotion import _errstate  # noqa: E402
 
 
 def _fin(x):
@@ -1022,5 +1023,5 @@ for _name in ("abs", "sign", "sqrt", "rsqrt", "reciprocal", "square", "expm1", "
               "round", "trunc", "nan_to_num", "negative"):
     TENSOR_METHODS[_name + "_"] = _inplace_method(FUNCTIONS[_name])
 for _name in ("clamp", "clip", "clamp_min", "clamp_max"):
-    TENSOR_METHODS[_name + "_"] = _inplace_method(_binary.FUNCTIONS[_name])
+    TENSOR_METHODS[_name + "_"] = _inplace_method(_comparison.FUNCTIONS[_name])
 del _name

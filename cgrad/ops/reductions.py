@@ -1,8 +1,9 @@
-"""Reductions beyond sum/mean (those live in cgrad/ops/reduce.py), scans and softmax.
+"""Reductions, scans and softmax (see cgrad/ops/__init__.py for the conventions).
 
-prod, max/min (all, and along a dim with indices), amax/amin, argmax/argmin, var/std, norm
-(torch.norm / linalg.vector_norm), logsumexp, softmax, log_softmax, cumsum, cumprod,
-all/any, count_nonzero, nansum, nanmean.
+sum, mean and sum_to (the one place where broadcast gradients are reduced), prod, max/min
+(all, and along a dim with indices), amax/amin, argmax/argmin, var/std, logsumexp, softmax,
+log_softmax, cumsum, cumprod, all/any, count_nonzero, nansum, nanmean. Norms live in
+cgrad/ops/norms.py.
 
 Gradient conventions (all as torch):
 * max()/min() without dim and amax/amin split the gradient evenly among ties; max/min with a
@@ -10,7 +11,7 @@ Gradient conventions (all as torch):
 * prod and cumprod are exact when the input holds zeros, including double backward
   (prod uses the exclusive products prod_{j<i} * prod_{j>i}, computed with cumprod; cumprod's
   backward treats the first zero of each slice separately, as torch's cumprod_backward).
-* norm's gradient at the zero vector is 0 (no NaN); std's gradient where std == 0 is 0.
+* std's gradient where std == 0 is 0.
 
 Every backward is written with cgrad ops, so create_graph=True / double backward works.
 Non-tensor constants used by a backward (masks, tie weights, indices) are NumPy arrays: they
@@ -29,16 +30,121 @@ import numpy as np
 from cgrad._C import TensorBase, _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
 from cgrad.ops._util import contiguous_result
-from cgrad.ops.reduce import _norm_dims
-from cgrad.ops.shape import MaskedFillConst
+from cgrad.ops.comparison import MaskedFillConst
+from cgrad.ops._util import _norm_dims
 
 _INF = float("inf")
 
 
 # ----------------------------------------------------------------------------------------
+# sum, mean and sum_to (the one place where broadcast gradients are reduced)
+# ----------------------------------------------------------------------------------------
+
+
+class Sum(Function):
+    """sum(a, dim, keepdim).  d/da = g broadcast back to a's shape (a view)."""
+    _node_name = "SumBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        arr = a._data
+        dims = _norm_dims(dim, arr.ndim, True)
+        if ctx is not None:
+            ctx._aux = (arr.shape, dims, keepdim)
+        if arr.ndim == 0:
+            dims = None
+        if dtype is None and arr.dtype.kind in "bui":
+            dtype = np.int64
+        return contiguous_result(np.sum(arr, axis=dims, keepdims=keepdim, dtype=dtype), arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdim = ctx._aux
+        if not keepdim and shape != g._data.shape:
+            g = g.reshape(_keep_shape(shape, dims))
+        return g._expand_to(shape), None, None, None
+
+
+class Mean(Function):
+    """mean(a, dim, keepdim).  d/da = g / n broadcast back."""
+    _node_name = "MeanBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim=None, keepdim=False, dtype=None):
+        arr = a._data
+        if arr.dtype.kind not in "fc" and dtype is None:
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating "
+                f"point or complex dtype. Got: {_dtype_name(arr.dtype)}")
+        dims = _norm_dims(dim, arr.ndim, True)
+        if ctx is not None:
+            n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
+            ctx._aux = (arr.shape, dims, keepdim, n)
+        return contiguous_result(
+            np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype), arr)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dims, keepdim, n = ctx._aux
+        if not keepdim and shape != g._data.shape:
+            g = g.reshape(_keep_shape(shape, dims))
+        return (g / n)._expand_to(shape), None, None, None
+
+
+class SumDim(Sum):
+    """sum over given dims (torch's sum.dim_IntList)."""
+    _node_name = "SumBackward1"
+
+
+class MeanDim(Mean):
+    """mean over given dims (torch's mean.dim)."""
+    _node_name = "MeanBackward1"
+
+
+def _dtype_name(dt):
+    return {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short",
+            "int8": "Char", "uint8": "Byte"}.get(str(dt), str(dt))
+
+
+class SumTo(Function):
+    """Sum a broadcast gradient back to `shape`.  d/da = g expanded to a's shape."""
+    _node_name = "SumToBackward0"
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        arr = a._data
+        if ctx is not None:
+            ctx._aux = arr.shape
+        return _sum_to_array(arr, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g._expand_to(ctx._aux), None
+
+
+def _sum_to_array(arr, shape):
+    lead = arr.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and arr.shape[i + lead] != 1)
+    if axes:
+        arr = np.sum(arr, axis=axes, keepdims=True)
+    if lead:
+        arr = arr.reshape(shape)
+    return arr
+
+
+def sum_to(g, shape):
+    """Reduce gradient tensor g to `shape` (the inverse of broadcasting); differentiable."""
+    shape = tuple(shape)
+    if g._data.shape == shape:
+        return g
+    return SumTo.apply(g, shape)
+
+
+# ----------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------
-from cgrad.ops.binary import torch_type_name as _tname  # noqa: E402
+from cgrad.ops.promotion import torch_type_name as _tname  # noqa: E402
 
 
 def _dims(dim, ndim, empty_is_all=True):
@@ -117,7 +223,7 @@ def _cast_input(x, dtype):
     return x if x._data.dtype == dtype else x.to(dtype)
 
 
-from cgrad.ops.binary import _errstate  # noqa: E402
+from cgrad.ops.promotion import _errstate  # noqa: E402
 from cgrad._warn import warn as _warn  # noqa: E402
 
 
@@ -470,8 +576,8 @@ def _max_min(input, dim, keepdim, other, all_cls, dim_cls, rtype, binary):
     if isinstance(dim, TensorBase) and other is None:
         dim, other = None, dim
     if other is not None:
-        import cgrad
-        return getattr(cgrad, binary)(input, other)
+        from cgrad.ops import comparison
+        return getattr(comparison, binary)(input, other)
     if dim is None:
         if keepdim:
             raise TypeError(f"{all_cls._name}(): keepdim requires dim")
@@ -638,107 +744,6 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation over dim(s) with `correction` (default 1); `unbiased` as torch."""
     dims, c, k = _var_args(dim, unbiased, keepdim, correction, input._data.ndim)
     return Std.apply(input, dims, c, k)
-
-
-# ----------------------------------------------------------------------------------------
-# norm
-# ----------------------------------------------------------------------------------------
-def _abs_pow(x, sgn, zero, e):
-    """|x| ** e with 0 where x == 0 (value and derivative): torch's masked formulas."""
-    ax = x * sgn
-    return _mask_fill(_mask_fill(ax, zero, 1.0) ** e, zero, 0.0)
-
-
-class VectorNorm(Function):
-    """linalg.vector_norm(a, ord, dim, keepdim); backward as torch's norm_backward, with a
-    zero gradient where the norm is 0."""
-    _node_name = "LinalgVectorNormBackward0"
-
-    @staticmethod
-    def forward(ctx, a, p, dims, keepdim):
-        arr = a._data
-        _require_float(arr, "linalg.vector_norm: Expected a floating point or complex tensor "
-                            "as input. Got {}")
-        ax = _axis(dims, arr.ndim)
-        with _errstate():
-            if p == 2:
-                out = np.sqrt(np.sum(np.square(arr), axis=ax, keepdims=keepdim))
-            elif p == _INF:
-                out = np.amax(np.abs(arr), axis=ax, keepdims=keepdim)
-            elif p == -_INF:
-                out = np.amin(np.abs(arr), axis=ax, keepdims=keepdim)
-            elif p == 0:
-                out = np.sum(arr != 0, axis=ax, keepdims=keepdim).astype(arr.dtype)
-            elif p == 1:
-                out = np.sum(np.abs(arr), axis=ax, keepdims=keepdim)
-            else:
-                out = np.sum(np.abs(arr) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-        out = np.asarray(out, dtype=arr.dtype)
-        if ctx is not None:
-            out = _wrap(out)
-            ctx.save_for_backward(a, out)
-            ctx._aux = (p, dims, keepdim)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        p, dims, keepdim = ctx._aux
-        arr = x._data
-        if p == 0:
-            return None, None, None, None
-        g = _restore(g, arr.shape, dims, keepdim)
-        # as torch, x.sgn() is a step of the graph (of zero gradient) for ord 1 and +-inf: a
-        # double backward reaches x through it, and so do the hooks upstream of x
-        if p == 1:
-            return x.sgn() * g, None, None, None
-        if abs(p) == _INF:
-            a = np.abs(arr)
-            res = _restore_arr(out._data, arr.shape, dims)
-            mask = (a == res) | np.isnan(a)
-            count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True).astype(arr.dtype)
-            return x.sgn() * ((g / _const(count)) * _const(mask.astype(arr.dtype))), \
-                None, None, None
-        sgn = _const(np.sign(arr))
-        zero = arr == 0
-        res = _restore(out, arr.shape, dims, keepdim)
-        rzero = res._data == 0
-        if p == 2:
-            scale = _mask_fill(g / _mask_fill(res, rzero, 1.0), rzero, 0.0)
-            return x * scale, None, None, None
-        if p < 1:
-            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
-            rpow = _mask_fill(_mask_fill(res, rzero, 1.0) ** (1 - p), rzero, 0.0)
-            return scaled * g * rpow, None, None, None
-        if p < 2:
-            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
-        else:
-            scaled = x * _abs_pow(x, sgn, zero, p - 2)
-        scale = _mask_fill(g / _mask_fill(res, rzero, 1.0) ** (p - 1), rzero, 0.0)
-        return scaled * scale, None, None, None
-
-
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """torch.norm: vector p-norm over dim(s) (all when None); p in {'fro', inf, -inf, 0, 1,
-    2, any float}. The gradient at a zero norm is 0. As torch, a string p other than 'fro'
-    (and 'fro' over more than two dims) is linalg.matrix_norm over dim (all dims when None):
-    'nuc' is the nuclear norm."""
-    if isinstance(p, str) and (p != "fro" or not (
-            dim is None or isinstance(dim, int) or len(dim) <= 2)):
-        from cgrad.ops.linalg_ext import matrix_norm
-        dims = (list(range(input._data.ndim)) if dim is None else
-                [dim] if isinstance(dim, int) else list(dim))
-        return matrix_norm(input, p, dims, keepdim, dtype=dtype)
-    p = 2.0 if p is None or p == "fro" else float(p)
-    if dtype is not None:
-        dtype = np.dtype(dtype)
-        if input._data.dtype.kind == "f" and not np.can_cast(input._data.dtype, dtype, "safe"):
-            raise RuntimeError(
-                f"linalg.vector_norm: the dtype of the input ({_tname(input._data.dtype)}) "
-                f"should be convertible without narrowing to the specified dtype "
-                f"({_tname(dtype)})")
-    x = _cast_input(input, dtype)
-    return VectorNorm.apply(x, p, _dims(dim, x._data.ndim), keepdim)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1055,7 +1060,7 @@ def count_nonzero(input, dim=None):
 # ----------------------------------------------------------------------------------------
 # registration
 # ----------------------------------------------------------------------------------------
-_OPS = (prod, max, min, amax, amin, argmax, argmin, var, std, norm, logsumexp, softmax,
+_OPS = (prod, max, min, amax, amin, argmax, argmin, var, std, logsumexp, softmax,
         log_softmax, cumsum, cumprod, nansum, nanmean, all, any, count_nonzero)
 
 # name -> function(self, ...) installed as a cgrad.Tensor method

@@ -1,9 +1,15 @@
-"""Shape ops: reshape/view/expand/clone and a[idx] (torch's indexing rules), views where torch
-gives views (reshape of a viewable input, expand, basic indexing). Also accumulate_along, the
-fast "add rows at repeated indices" kernel shared with cgrad/ops/indexing.py."""
+"""Views and reshapes (see cgrad/ops/__init__.py for the conventions): reshape/view,
+expand, clone, transpose/t/swapdims, permute, x.T/x.mT/x.mH/x.H, adjoint, squeeze/unsqueeze,
+flatten/unflatten/ravel, movedim, view_as/reshape_as, narrow.
+
+Views stay views where torch returns views (reshape of a viewable input, expand, transposes
+and permutations, squeeze, flatten of a contiguous tensor, unflatten, narrow), with torch's
+node names and errors. Every backward is written with cgrad ops (double backward works).
+Joining and splitting (cat, stack, split, ...) live in cgrad/ops/joining.py, a[idx] in
+cgrad/ops/indexing.py.
+"""
 from __future__ import annotations
 
-import builtins
 import operator
 
 import numpy as np
@@ -11,6 +17,10 @@ import numpy as np
 from cgrad._warn import warn as _warn
 from cgrad._C import TensorBase
 from cgrad.autograd.function import Function
+from cgrad.ops._util import _norm_dims
+from cgrad.ops.indexing import SelectIndex, SliceIndex
+
+_FULL = slice(None)
 
 
 def _infer_shape(shape, numel, fname="view"):
@@ -145,7 +155,7 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from cgrad.ops.reduce import sum_to
+        from cgrad.ops.reductions import sum_to
         return sum_to(g, ctx._aux), None
 
 
@@ -186,7 +196,6 @@ def reshape(a, shape):
     return Reshape.apply(a, shape)
 
 
-
 # ----------------------------------------------------------------------------------------
 # indexing: a[idx] with torch's semantics
 # ----------------------------------------------------------------------------------------
@@ -199,495 +208,440 @@ def reshape(a, shape):
 # x[1, :, [0, 1]] has shape (2, 3) in NumPy and (3, 2) in torch. Purely basic indices (no
 # arrays) give NumPy views and need no translation.
 
-def _torch_index_error(e):
-    """NumPy's IndexError rephrased as torch's."""
-    msg = str(e)
-    if msg.startswith("too many indices"):
-        nd = msg.split("array is ")[1].split("-dimensional")[0] if "array is " in msg else "?"
-        return IndexError(f"too many indices for tensor of dimension {nd}")
-    return IndexError(msg.replace(" for axis ", " for dimension "))
 
 
-def _getitem(arr, idx):
-    try:
-        out = arr[idx]
-    except IndexError as e:
-        if arr.ndim == 0 and type(idx) is int:
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
-                             "number") from None
-        if arr.ndim == 0 and type(idx) is slice:
-            raise IndexError("slice() cannot be applied to a 0-dim tensor.") from None
-        raise _torch_index_error(e) from None
-    if type(out) is not np.ndarray and isinstance(out, np.generic):
-        # an integer in every dimension: NumPy returns a scalar (a copy); torch a 0-d view
-        out = arr[(idx if type(idx) is tuple else (idx,)) + (Ellipsis,)]
-    return out
 
 
-class _TorchIndex:
-    """An advanced index in torch's order: `pre` (ints, slices, None: a basic index, or None
-    for the identity) is applied first, then `post` (':' placeholders and index arrays,
-    NumPy's rules) to the result, of shape `vshape`. `row` = (axis, int array) when `post` is
-    a single integer array after placeholders (the embedding/gather pattern, which has a fast
-    backward); `accumulate` when `post` holds an integer array (repeats add up backward)."""
-    __slots__ = ("pre", "post", "accumulate", "row", "vshape")
 
-    def __init__(self, pre, post, accumulate, row):
-        self.pre, self.post, self.accumulate, self.row = pre, post, accumulate, row
-        self.vshape = None
-
-    def take(self, arr):
-        v = _getitem(arr, self.pre) if self.pre is not None else arr
-        self.vshape = v.shape
-        return _getitem(v, self.post)
-
-    def put(self, g, shape):
-        """zeros(shape) with g added at the indexed positions (the backward of take)."""
-        vshape = self.vshape
-        tmp = np.zeros(vshape, dtype=g.dtype)
-        if self.row is not None:
-            p, idx = self.row
-            n = vshape[p]
-            flat = idx.reshape(-1)
-            if flat.size and flat.min() < 0:
-                flat = np.where(flat < 0, flat + n, flat)
-            accumulate_along(tmp, p, flat, g.reshape(vshape[:p] + (flat.size,) + vshape[p + 1:]))
-        elif self.accumulate:
-            np.add.at(tmp, self.post, g)
-        else:
-            tmp[self.post] = g
-        if self.pre is None:
-            return tmp
-        out = np.zeros(shape, dtype=g.dtype)
-        out[self.pre] = tmp
-        return out
+# ----------------------------------------------------------------------------------------
+# transposes
+# ----------------------------------------------------------------------------------------
+def t(input):
+    """Transpose of a tensor with at most 2 dims (0-D and 1-D tensors are returned as is)."""
+    return T.apply(input)
 
 
-_ROWS_MIN_SIZE, _ROWS_MIN_ROW = 1 << 16, 16
+def transpose(input, dim0, dim1):
+    """A view with dims dim0 and dim1 swapped."""
+    return Transpose.apply(input, dim0, dim1)
 
 
-def accumulate_along(out, axis, idx, src):
-    """out[(:,) * axis + (idx[j],)] += src[(:,) * axis + (j,)] for every j (repeated indices
-    add up), for a C-contiguous `out` and a 1-D non-negative integer `idx`.
-
-    np.add.at with a multi-dimensional index runs a slow per-element loop; a 1-D add.at on
-    linear indices is ~5x faster, and for large rows a sparse selection-matrix product
-    (scipy CSR, m x n) times src is another ~3-10x faster."""
-    n = idx.shape[0]
-    if n == 0 or src.size == 0:
-        return out
-    shape = out.shape
-    m = shape[axis]
-    A = int(np.prod(shape[:axis], dtype=np.int64))
-    B = int(np.prod(shape[axis + 1:], dtype=np.int64))
-    if (src.size >= _ROWS_MIN_SIZE and A * B >= _ROWS_MIN_ROW and src.dtype == out.dtype
-            and out.dtype in (np.float32, np.float64)):
-        from scipy import sparse
-        sel = sparse.csr_matrix((np.ones(n, dtype=out.dtype), (idx, np.arange(n))),
-                                shape=(m, n))
-        s3 = src.reshape(A, n, B)
-        if A == 1:
-            out.reshape(m, B)[...] += sel @ s3.reshape(n, B)
-        else:
-            s2 = np.ascontiguousarray(s3.transpose(1, 0, 2)).reshape(n, A * B)
-            out.reshape(A, m, B)[...] += (sel @ s2).reshape(m, A, B).transpose(1, 0, 2)
-        return out
-    if A == 1 and B == 1:
-        lin = idx
-    else:
-        lin = ((np.arange(A, dtype=np.intp)[:, None, None] * m + idx[None, :, None]) * B
-               + np.arange(B, dtype=np.intp)[None, None, :])
-    np.add.at(out.reshape(-1), lin.reshape(-1), src.reshape(-1))
-    return out
+swapdims = transpose
 
 
-_IDX_TYPES_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                  "Variables are valid indices (got {})")
+def swapaxes(input, axis0, axis1):
+    """transpose with NumPy's name (and torch's argument names for it)."""
+    return Transpose.apply(input, axis0, axis1)
 
 
-def _index_array(it):
-    """An ndarray used as an index: int arrays (0-d ones are ints), bool masks; uint8 is a
-    mask (torch's deprecated byte mask); anything else is torch's IndexError."""
-    k = it.dtype.kind
-    if k == "b":
-        return it
-    if it.dtype == np.uint8:
-        _warn("indexing with dtype cgrad.uint8 is now deprecated, please use a dtype "
-                      "cgrad.bool instead.", UserWarning)
-        return it.astype(np.bool_)
-    if k in "iu":
-        return int(it) if it.ndim == 0 else it
-    if it.size == 0 and k == "f" and it.ndim == 1:
-        return it.astype(np.int64)        # x[[]]: an empty list
-    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+def permute(input, dims):
+    """A view with the dims reordered: ``out.shape[i] == input.shape[dims[i]]``."""
+    if isinstance(dims, TensorBase):
+        dims = dims.tolist()
+    return Permute.apply(input, tuple(dims))
 
 
-def _float_index(arr, from_list):
-    """A float list or NumPy array used as an index: torch converts it to int64 (truncating
-    toward zero), as an index tensor built from the data; a float *tensor* is refused."""
-    if arr.dtype.kind == "c":
-        raise TypeError("'complex' object cannot be interpreted as an integer")
-    if from_list and arr.dtype != np.float64:       # np.float32 scalars in a list
-        raise TypeError(f"'numpy.{arr.dtype.name}' object cannot be interpreted as an "
-                        "integer")
-    with np.errstate(invalid="ignore"):
-        if not (np.isfinite(arr).all() and (np.abs(arr) < 2.0 ** 63).all()):
-            raise RuntimeError("value cannot be converted to type int64 without overflow")
-    return arr.astype(np.int64)
+def _permute_method(self, *args, dims=None):
+    """x.permute(1, 0), x.permute((1, 0)) or x.permute(dims=(1, 0))."""
+    if dims is not None:
+        if args:
+            raise TypeError("permute() got multiple values for argument 'dims'")
+        args = (dims,)
+    return Permute.apply(self, permute_dims(args))
 
 
-def float_index_data(idx):
-    """idx unchanged, or an int64 array for a list or ndarray of floats (torch's rule:
-    x[[0.0, 1.0]] is x[[0, 1]]); for Tensor.__setitem__."""
-    if isinstance(idx, np.ndarray):
-        if idx.dtype.kind in "fc" and idx.size:
-            return _float_index(idx, False)
-        return idx
-    if type(idx) is list:
-        try:
-            arr = np.asarray(idx)
-        except (ValueError, TypeError):
-            return idx
-        if arr.dtype.kind in "fc" and arr.size:
-            return _float_index(arr, True)
-    return idx
+def _no_complex(x, what):
+    if x._data.dtype.kind == "c":
+        raise NotImplementedError(f"{what} of a complex tensor (conjugation) is not supported")
 
 
-def _index_dims(it):
-    """Dimensions an index item consumes, as torch counts them (count_specified_dimensions):
-    0 for None, Ellipsis and Python bools, a bool or uint8 tensor its ndim, others 1."""
-    if it is None or it is Ellipsis or type(it) is bool or type(it) is np.bool_:
-        return 0
-    arr = it._data if isinstance(it, TensorBase) else it
-    if type(arr) is np.ndarray and (arr.dtype == np.bool_ or arr.dtype == np.uint8):
-        return arr.ndim
-    return 1
+def _mT(self):
+    nd = self._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {nd}-D tensor.")
+    return Transpose.apply(self, -2, -1)
 
 
-def fold_ellipses(items, nd):
-    """torch's reading of an index with several Ellipses: each one stands for the nd - k
-    dimensions that the other items do not consume (k), so after the first one every later
-    Ellipsis points past the last dimension: harmless when nothing but Ellipses follows it
-    (or when k == nd), an IndexError otherwise. Returns the items with one Ellipsis."""
-    pos = [i for i, it in enumerate(items) if it is Ellipsis]
-    if len(pos) <= 1:
-        return items
-    k = nd - builtins.sum(_index_dims(it) for it in items)
-    if k > 0:
-        d, r = 0, nd                    # torch's dim pointer and the result's ndim
-        for i, it in enumerate(items):
-            if it is Ellipsis:
-                d += k
-                continue
-            if i > pos[1]:
-                if _index_dims(it) == 0 and it is not Ellipsis:       # None, True, False
-                    raise IndexError(f"Dimension out of range (expected to be in range of "
-                                     f"[{-(r + 1)}, {r}], but got {d})")
-                if isinstance(it, (int, np.integer, slice)):
-                    raise IndexError(f"Dimension out of range (expected to be in range of "
-                                     f"[{-r}, {r - 1}], but got {d})")
-                raise IndexError(f"too many indices for tensor of dimension {r} (got {d + 1})")
-            n = _index_dims(it)
-            if n == 0:
-                r += 1
-                d += 1
-            elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
-                r -= 1
-            else:
-                d += n
-    keep = pos[0]
-    return type(items)(it for i, it in enumerate(items) if it is not Ellipsis or i == keep)
+def _mH(self):
+    nd = self._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {nd}-D tensor.")
+    _no_complex(self, "tensor.mH")
+    return Transpose.apply(self, -2, -1)
 
 
-def _norm_item(it):
-    tp = type(it)
-    if tp is int or tp is slice or it is None or it is Ellipsis:
-        return it
-    if tp is bool or tp is np.bool_:
-        return np.asarray(it, dtype=np.bool_)
-    if isinstance(it, TensorBase):
-        return _index_array(it._data)
-    if isinstance(it, np.ndarray):
-        if it.dtype.kind in "fc" and it.size:
-            return _index_array(_float_index(it, False))
-        return _index_array(it)
-    if isinstance(it, np.integer) or isinstance(it, int):
-        return int(it)
-    if tp is list or tp is tuple or tp is range:
-        try:
-            arr = np.asarray(it)
-        except (ValueError, TypeError):
-            arr = None
-        if arr is None or arr.dtype == object:
-            raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
-        if arr.dtype.kind in "fc" and arr.size:
-            arr = _float_index(arr, True)
-        return _index_array(arr)
-    if hasattr(tp, "__index__") and not isinstance(it, (float, np.floating)):
-        return operator.index(it)
-    raise IndexError(_IDX_TYPES_MSG.format(tp.__name__))
+def _H(self):
+    nd = self._data.ndim
+    if nd != 2:
+        extra = ". For batches of matrices, consider using tensor.mH" if nd > 2 else "."
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{nd}-D tensor{extra}")
+    _no_complex(self, "tensor.H")
+    return Transpose.apply(self, 0, 1)
 
 
-def _sequence_as_tuple(seq):
-    """torch's treatSequenceAsTuple (NumPy's old heuristic): a list index holding a sequence,
-    slice, Ellipsis, None or Tensor is a tuple of indices."""
-    if len(seq) >= 32:
-        return False
-    for it in seq:
-        if it is None or it is Ellipsis:
-            return True
-        if isinstance(it, (TensorBase, list, tuple, slice, np.ndarray)):
-            _warn(
-                "Using a non-tuple sequence for multidimensional indexing is deprecated and "
-                "will be changed in cgrad (as in pytorch 2.9); use x[tuple(seq)] instead of "
-                "x[seq].",
-                UserWarning)
-            return True
-    return False
+def adjoint(input):
+    """The conjugate transpose of the last two dims (the transpose for real tensors)."""
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {nd}-D tensor.")
+    _no_complex(input, "adjoint()")
+    return Transpose.apply(input, -2, -1)
 
 
-def _consumed(items):
-    n = n_ell = 0
-    for it in items:
-        if it is None:
-            continue
-        if it is Ellipsis:
-            n_ell += 1
-        elif type(it) is np.ndarray and it.dtype == np.bool_:
-            n += it.ndim
-        else:
-            n += 1
-    if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    return n
+# ----------------------------------------------------------------------------------------
+# transposes and permutations (views)
+# ----------------------------------------------------------------------------------------
+def _wrap_dim(d, nd):
+    """torch's maybe_wrap_dim (a 0-d tensor accepts dims -1 and 0)."""
+    d = operator.index(d)
+    n = max(nd, 1)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {d})")
+    return d % n
 
 
-def _too_many(nd):
-    return IndexError(f"too many indices for tensor of dimension {nd}")
-
-
-def _basic_kind(items, shape):
-    """The torch node of a basic index: torch applies the items in order and names the node
-    after the last one that does something (a full slice does nothing inside a tuple)."""
-    nd = len(shape)
-    used = _consumed(items)
-    if used > nd:
-        raise _too_many(nd)
-    kind = AliasIndex
-    d = 0
-    for it in items:
-        if it is None:
-            kind = UnsqueezeIndex
-        elif it is Ellipsis:
-            d += nd - used
-        elif type(it) is slice:
-            if it.indices(shape[d]) != (0, shape[d], 1):
-                kind = SliceIndex
-            d += 1
-        else:
-            kind = SelectIndex
-            d += 1
-    return kind
-
-
-def _advanced(items, shape):
-    """Split an index with arrays into torch's two steps (see _TorchIndex)."""
-    nd = len(shape)
-    used = _consumed(items)
-    if used > nd:
-        raise _too_many(nd)
-    full = slice(None)
-    pre, post = [], []
-    has_pre = accumulate = False
-    n_arrays = 0
-    row = None
-    d = 0
-    for it in items:
-        if it is Ellipsis:
-            k = nd - used
-            pre += [full] * k
-            post += [full] * k
-            d += k
-        elif it is None:
-            pre.append(None)
-            post.append(full)
-            has_pre = True
-        elif type(it) is int:
-            pre.append(it)
-            has_pre = True
-            d += 1
-        elif type(it) is slice:
-            pre.append(it)
-            post.append(full)
-            has_pre = has_pre or it != full
-            d += 1
-        elif it.dtype == np.bool_ and it.ndim == 0:     # x[True]: unsqueeze, index [0] / []
-            pre.append(None)
-            has_pre = True
-            n_arrays += 1
-            post.append(np.zeros(1 if it else 0, dtype=np.intp))
-        elif it.dtype == np.bool_:
-            k = it.ndim
-            for j in range(k):
-                if it.shape[j] != shape[d + j]:
-                    raise IndexError(
-                        f"The shape of the mask {list(it.shape)} at index {j} does not match "
-                        f"the shape of the indexed tensor {list(shape)} at index {d + j}")
-            pre += [full] * k
-            post.append(it)
-            n_arrays += 1
-            d += k
-        else:
-            pre.append(full)
-            if n_arrays == 0:
-                row = (len(post), it)
-            post.append(it)
-            n_arrays += 1
-            accumulate = True
-            d += 1
-    while post and type(post[-1]) is slice:
-        post.pop()
-    if n_arrays != 1 or (row is not None and row[0] != len(post) - 1):
-        row = None
-    return _TorchIndex(tuple(pre) if has_pre else None, tuple(post), accumulate, row)
-
-
-class Index(Function):
-    """a[idx] with torch's semantics (see _TorchIndex; a plain NumPy index also works).
-    d/da = zeros with g added at idx (repeated indices add up)."""
-    _node_name = "IndexBackward0"
-    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
+class T(Function):
+    """t(a): transpose of a 0/1/2-D tensor (a view).  d/da = g.t()."""
+    _node_name = "TBackward0"
 
     @staticmethod
-    def forward(ctx, a, idx):
+    def forward(ctx, a):
+        arr = a._data
+        if arr.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{arr.ndim}D")
+        return arr.T
+
+    @staticmethod
+    def backward(ctx, g):
+        return T.apply(g)
+
+
+class Transpose(Function):
+    """transpose(a, d0, d1) (a view).  d/da = g.transpose(d0, d1)."""
+    _node_name = "TransposeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, d0, d1):
+        arr = a._data
+        nd = arr.ndim
+        d0, d1 = _wrap_dim(d0, nd), _wrap_dim(d1, nd)
+        if ctx is not None:
+            ctx._aux = (d0, d1)
+        if nd == 0:
+            return arr.view()
+        return np.swapaxes(arr, d0, d1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Transpose.apply(g, *ctx._aux), None, None
+
+
+class Permute(Function):
+    """permute(a, dims) (a view).  d/da = g.permute(inverse of dims)."""
+    _node_name = "PermuteBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        arr = a._data
+        nd = arr.ndim
+        if len(dims) != nd:
+            raise RuntimeError(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match "
+                "the length of the desired ordering of dimensions i.e. input.dim() = "
+                f"{nd} is not equal to len(dims) = {len(dims)}")
+        dims = tuple(_wrap_dim(d, nd) for d in dims)
+        if len(set(dims)) != nd:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        if ctx is not None:
+            ctx._aux = dims
+        return np.transpose(arr, dims) if nd else arr.view()
+
+    @staticmethod
+    def backward(ctx, g):
+        dims = ctx._aux
+        inv = [0] * len(dims)
+        for i, d in enumerate(dims):
+            inv[d] = i
+        return Permute.apply(g, tuple(inv)), None
+
+
+def permute_dims(dims):
+    """Tensor.permute's argument forms: permute(1, 0) or permute((1, 0))."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(dims[0])
+    if len(dims) == 1 and isinstance(dims[0], TensorBase):
+        return tuple(dims[0].tolist())
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    for d in dims:
+        if not isinstance(d, (int, np.integer)):
+            from cgrad._checks import type_name
+            raise TypeError(f"permute(): argument 'dims' (position 1) must be tuple of ints, "
+                            f"not {type_name(d)}")
+    return dims
+
+
+_T_WARNING = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+              "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+              "transpose batches of matrices or `x.permute(*cgrad.arange(x.ndim - 1, -1, -1))` "
+              "to reverse the dimensions of a tensor.")
+
+
+def reverse_dims(x):
+    """x.T: all dims reversed (torch warns for tensors that are not 2-D)."""
+    nd = x._data.ndim
+    if nd != 2:
+        _warn(_T0_WARNING if nd == 0 else _T_WARNING, UserWarning)
+    return Permute.apply(x, tuple(range(nd - 1, -1, -1)))
+
+
+class Unsqueeze(Function):
+    """unsqueeze(a, dim).  d/da = g.squeeze(dim)."""
+    _node_name = "UnsqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        nd = a._data.ndim + 1
+        if not -nd <= dim < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
+                             f"{nd - 1}], but got {dim})")
+        if ctx is not None:
+            ctx._aux = a._data.shape
+        return np.expand_dims(a._data, dim % nd)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx._aux), None
+
+
+# ----------------------------------------------------------------------------------------
+# movedim
+# ----------------------------------------------------------------------------------------
+def movedim(input, source, destination):
+    """Move dim(s) `source` to position(s) `destination`, the others keep their order."""
+    nd = input._data.ndim
+    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)")
+    src_n = _norm_dims(src, nd) if src else ()
+    dst_n = _norm_dims(dst, nd) if dst else ()
+    for name, orig, norm in (("source", src, src_n), ("destination", dst, dst_n)):
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(orig)})")
+    order = [None] * nd
+    for s, d in zip(src_n, dst_n):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in set(src_n))
+    perm = tuple(o if o is not None else next(rest) for o in order)
+    return Permute.apply(input, perm)
+
+
+# ----------------------------------------------------------------------------------------
+# squeeze / unsqueeze / flatten / unflatten
+# ----------------------------------------------------------------------------------------
+class Squeeze(Function):
+    """squeeze(a) (no dim): a view without the size-1 dims.  d/da = g.reshape(a.shape)."""
+    _node_name = "SqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dims):
         arr = a._data
         if ctx is not None:
-            ctx._aux = (arr.shape, idx)
-        if type(idx) is _TorchIndex:
-            out = idx.take(arr)
-            # torch's result of a contiguous input is contiguous (NumPy's a[:, [0, 1]] is
-            # not, and view() would raise on it where torch's works)
-            if arr.flags.c_contiguous and not out.flags.c_contiguous:
-                out = out.copy(order="C")
-            return out
-        return _getitem(arr, idx)
+            ctx._aux = arr.shape
+        return arr.squeeze(dims)
 
     @staticmethod
     def backward(ctx, g):
-        shape, idx = ctx._aux
-        fwd = ctx._forward_cls
-        return fwd._bwd.apply(g, shape, idx, fwd), None
+        return g.reshape(ctx._aux), None
 
 
-class IndexBackward(Function):
-    """Scatter-add g into zeros(shape) at idx (torch's index_put with accumulate=True).
-    d/dg = grad[idx]."""
-    _node_name = "IndexPutImplBackward0"
-    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
-
-    @staticmethod
-    def forward(ctx, g, shape, idx, fwd=None):
-        if ctx is not None:
-            ctx._aux = (idx, fwd or Index)
-        garr = g._data
-        if type(idx) is _TorchIndex:
-            return idx.put(garr, shape)
-        out = np.zeros(shape, dtype=garr.dtype)
-        if _is_basic(idx):
-            out[idx] = garr
-        else:
-            np.add.at(out, idx, garr)
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        idx, fwd = ctx._aux
-        return fwd.apply(gg, idx), None, None, None
+class SqueezeDim(Squeeze):
+    """squeeze(a, dim) with an int dim."""
+    _node_name = "SqueezeBackward1"
 
 
-class _SelectBackward(IndexBackward):
-    _node_name = "SelectBackwardBackward0"
-    _cg_saves = False     # saves nothing (Note [Freed saved values])
+class SqueezeDims(Squeeze):
+    """squeeze(a, dims) with a tuple of dims."""
+    _node_name = "SqueezeBackward2"
 
 
-class _SliceBackward(IndexBackward):
-    _node_name = "SliceBackwardBackward0"
-    _cg_saves = False     # saves nothing (Note [Freed saved values])
+def squeeze(input, dim=None):
+    """Remove dims of size 1: all of them, or those in `dim` (an int or a tuple) that have
+    size 1 (others are left alone, as torch)."""
+    arr = input._data
+    if dim is None:
+        return Squeeze.apply(input, tuple(i for i, s in enumerate(arr.shape) if s == 1))
+    if isinstance(dim, (tuple, list)):
+        dims = _unique_dims(tuple(dim), arr.ndim)
+        cls = SqueezeDims
+    else:
+        dims = (_dim(dim, arr.ndim),)
+        cls = SqueezeDim
+    return cls.apply(input, tuple(d for d in dims if d < arr.ndim and arr.shape[d] == 1))
 
 
-Index._bwd = IndexBackward
+def unsqueeze(input, dim):
+    """A view with a new dim of size 1 at `dim`."""
+    return input.unsqueeze(dim)
 
 
-class SelectIndex(Index):
-    _node_name = "SelectBackward0"
-    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
-    _bwd = _SelectBackward
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one (a view when the input is contiguous, as
+    reshape). A 0-d input gives shape (1,); start_dim == end_dim returns the input itself."""
+    arr = input._data
+    nd = arr.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s, e = _dim(start_dim, nd), _dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = arr.shape
+    n = 1
+    for k in shape[s:e + 1]:
+        n *= k
+    return reshape(input, shape[:s] + (n,) + shape[e + 1:])
 
 
-class SliceIndex(Index):
-    _node_name = "SliceBackward0"
-    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
-    _bwd = _SliceBackward
+def unflatten(input, dim, sizes):
+    """Split dim into `sizes` (one entry may be -1): always a view."""
+    arr = input._data
+    d = _dim(dim, arr.ndim)
+    sizes = tuple(operator.index(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = arr.shape[d]
+    known = 1
+    for s in sizes:
+        if s != -1:
+            known *= s
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if (-1 in sizes and (known == 0 or n % known)) or (-1 not in sizes and known != n):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+            f"{dim} ({n}) in the input tensor")
+    if -1 in sizes:
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    return View.apply(input, arr.shape[:d] + sizes + arr.shape[d + 1:])
 
 
-class UnsqueezeIndex(Index):
-    _node_name = "UnsqueezeBackward0"
-    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+def ravel(input):
+    """A contiguous 1-D tensor: a view of a contiguous input, else a copy."""
+    return input.contiguous().view(-1)
 
 
-class AliasIndex(Index):
-    _node_name = "AliasBackward0"
-    _cg_saves = False     # basic indexing saves nothing (Note [Freed saved values])
+def view_as(self, other):
+    return self.view(other.shape)
 
 
-def _is_basic(idx):
-    items = idx if isinstance(idx, tuple) else (idx,)
-    return all(i is None or i is Ellipsis or (isinstance(i, (int, slice, np.integer))
-                                              and not isinstance(i, (bool, np.bool_)))
-               for i in items)
+def reshape_as(self, other):
+    return self.reshape(other.shape)
 
 
-def index(a, idx):
-    """a[idx] with torch's semantics: ints, slices (negative steps allowed, unlike torch),
-    None, Ellipsis, bools, boolean masks and integer arrays / lists / tensors. Basic indices
-    give views; the node is named as torch's."""
-    tp = type(idx)
-    if tp is int:
-        return SelectIndex.apply(a, idx)
-    if tp is slice:
-        return SliceIndex.apply(a, idx)
-    if tp is not tuple:
-        if idx is None:
-            return UnsqueezeIndex.apply(a, idx)
-        if idx is Ellipsis:
-            return AliasIndex.apply(a, idx)
-        if tp is list and _sequence_as_tuple(idx):
-            idx = tuple(idx)
-        else:
-            idx = (idx,)
-    items = fold_ellipses([_norm_item(it) for it in idx], a._data.ndim)
-    shape = a._data.shape
-    for it in items:
-        if type(it) is np.ndarray:
-            return Index.apply(a, _advanced(items, shape))
-    items = tuple(items)
-    return _basic_kind(items, shape).apply(a, items)
+def narrow(input, dim, start, length):
+    """input[(:,) * dim + (start:start + length,)]: a view (SliceBackward0). start may be
+    negative (counted from the end) or a 0-d integer tensor."""
+    arr = input._data
+    if arr.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _dim(dim, arr.ndim)
+    start, length = _int(start), _int(length)
+    n = arr.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice_along(input, d, start, start + length)
 
 
-class MaskedFillConst(Function):
-    """a with a constant where mask (an ndarray).  d/da = g with zeros where mask."""
-    _node_name = "MaskedFillBackward0"
-    _cg_saves = True      # torch saves the mask (Note [Freed saved values])
+# ----------------------------------------------------------------------------------------
+# function forms of methods defined elsewhere
+# ----------------------------------------------------------------------------------------
+def clone(input, *, memory_format=None):
+    """A copy that stays in the graph (CloneBackward0)."""
+    return input.clone()
 
-    @staticmethod
-    def forward(ctx, a, mask, value):
-        if ctx is not None:
-            ctx._aux = mask
-        out = a._data.copy()
-        out[mask] = value
-        return out
 
-    @staticmethod
-    def backward(ctx, g):
-        return MaskedFillConst.apply(g, ctx._aux, 0.0), None, None
+# ----------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------
+# name -> function(self, ...) installed as a cgrad.Tensor method
+TENSOR_METHODS: dict = {
+    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "flatten": flatten,
+    "unflatten": unflatten, "ravel": ravel, "view_as": view_as, "reshape_as": reshape_as,
+    "narrow": narrow, "t": t, "transpose": transpose, "swapdims": swapdims,
+    "swapaxes": swapaxes, "permute": _permute_method, "adjoint": adjoint,
+    "T": property(reverse_dims), "mT": property(_mT), "mH": property(_mH), "H": property(_H),
+}
+# name -> function installed as cgrad.<name> (top-level functional form)
+FUNCTIONS: dict = {
+    "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze, "unsqueeze": unsqueeze,
+    "flatten": flatten, "unflatten": unflatten, "ravel": ravel, "narrow": narrow,
+    "clone": clone, "t": t, "transpose": transpose, "swapdims": swapdims, "swapaxes": swapaxes,
+    "permute": permute, "adjoint": adjoint,
+}
+
+
+_T0_WARNING = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in these "
+               "cases.")
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+def _dim(d, ndim):
+    """A single dim normalised to [0, ndim) (0 for 0-d), torch's IndexError when out of
+    range."""
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise TypeError(f"dim must be an int, got {type(d).__name__}") from None
+    return _norm_dims(d, ndim)[0]
+
+
+def _dims_arg(dims):
+    """Varargs or one sequence: f(0, 1) and f((0, 1)) both give (0, 1)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(dims[0])
+    return tuple(dims)
+
+
+def _unique_dims(dims, ndim):
+    out = _norm_dims(tuple(dims), ndim) if dims else ()
+    seen = set()
+    for d in out:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return out
+
+
+def _int(x):
+    if isinstance(x, TensorBase):
+        return int(x.item())
+    return operator.index(x)
+
+
+def _slice_along(t, d, start, stop):
+    """t[(:,) * d + (start:stop,)] as a differentiable view (SliceBackward0)."""
+    return SliceIndex.apply(t, (_FULL,) * d + (slice(start, stop),))
+
+
+def _select_along(t, d, i):
+    return SelectIndex.apply(t, (_FULL,) * d + (i,))

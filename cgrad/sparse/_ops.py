@@ -263,7 +263,7 @@ def matmul(a, b):
     """matmul / mm / @ when an operand is sparse: sparse @ dense, dense @ sparse."""
     a_sp, b_sp = type(a) is SparseTensor, type(b) is SparseTensor
     if not (a_sp or b_sp):                  # torch.spmm / sparse.mm of two dense tensors
-        from cgrad.ops.linalg_ext import mm as dense_mm
+        from cgrad.ops.linalg import mm as dense_mm
         return dense_mm(a, b)
     if a_sp and b_sp:
         raise _unsupported("mm (sparse @ sparse)")
@@ -367,7 +367,7 @@ def sum(input, dim=None, dtype=None):
     if dim is None:
         return _SumAll.apply(s, False)
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    from cgrad.ops.reduce import _norm_dims
+    from cgrad.ops._util import _norm_dims
     norm = set(_norm_dims(tuple(dims), nd, True))
     if len(norm) == nd:
         return _SumAllDims.apply(s, False)

@@ -34,6 +34,10 @@ from cgrad.tensor import Tensor
 _wrap = _C._wrap
 _TensorBase = _C.TensorBase
 
+# The products, sum and segment ops of cgrad/sparse/_ops.py (a module above this one: it
+# imports SparseTensor), handed over at import of cgrad (cgrad/__init__.py, _wire)
+_OPS = {}
+
 
 class _Layout:
     __slots__ = ("name",)
@@ -214,7 +218,7 @@ class SparseTensor(Tensor):
         return _SparseT.apply(self)
 
     def transpose(self, dim0, dim1):
-        from cgrad.ops.reduce import _norm_dims
+        from cgrad.ops._util import _norm_dims
         nd = self._pattern.ndim
         d0, d1 = _norm_dims((dim0, dim1), nd)
         if d0 == d1:
@@ -325,36 +329,30 @@ class SparseTensor(Tensor):
 
     # -- products ----------------------------------------------------------------------
     def matmul(self, other):
-        from cgrad.sparse._ops import matmul
-        return matmul(self, other)
+        return _OPS["matmul"](self, other)
 
     def mm(self, other):
-        from cgrad.sparse._ops import mm
-        return mm(self, other)
+        return _OPS["mm"](self, other)
 
     def mv(self, other):
-        from cgrad.sparse._ops import matmul
-        return matmul(self, other)
+        return _OPS["matmul"](self, other)
 
     def __matmul__(self, other):
-        from cgrad.sparse._ops import matmul
         other = _as_tensor(other)
         if other is NotImplemented:
             return NotImplemented
-        return matmul(self, other)
+        return _OPS["matmul"](self, other)
 
     def __rmatmul__(self, other):
-        from cgrad.sparse._ops import matmul
         other = _as_tensor(other)
         if other is NotImplemented:
             return NotImplemented
-        return matmul(other, self)
+        return _OPS["matmul"](other, self)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        from cgrad.sparse._ops import _tensor_sum
         if keepdim:
             raise NotImplementedError("sum(keepdim=True) is not supported for sparse tensors")
-        return _tensor_sum(self, dim, dtype=dtype)
+        return _OPS["sum"](self, dim, dtype=dtype)
 
     # -- arithmetic --------------------------------------------------------------------
     def __add__(self, other):
@@ -680,7 +678,7 @@ def values_on(pattern, g):
             if not pattern.has_duplicates():
                 return v
             # g's matrix holds the sum of its duplicates: read that sum for every entry
-            from cgrad.sparse._ops import SegmentGather, SegmentSum
+            SegmentGather, SegmentSum = _OPS["SegmentGather"], _OPS["SegmentSum"]
             cp, inverse = pattern.coalesced()
             return SegmentGather.apply(SegmentSum.apply(v, inverse, cp.nnz), inverse)
         coal = pattern._coal
