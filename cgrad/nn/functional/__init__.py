@@ -37,14 +37,45 @@ backward).
 
 Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op library
 (``cgrad.<name>`` or ``Tensor.<name>``), looked up at call time.
+
+The implementation is split by family into private modules (torch's namespace is flat, so
+no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
+(linear, bilinear), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
+``_sparse`` (embedding, one_hot), ``_padding`` (pad) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 
-from cgrad.nn.functional._loss import *  # noqa: F401,F403
-from cgrad.nn.functional._loss import __all__  # noqa: F401
-# the names that the single-file module held through its imports (its dir() is unchanged)
-from cgrad.nn.functional._loss import (Function, Mm, T, TensorBase, UnsafeView,  # noqa: F401
-                                       View, mask_fill, np, numbers, torch_type_name)
+# The names the single-file module held through its imports: kept, so that dir() of
+# cgrad.nn.functional is unchanged (tests/test_layout.py).
+import numbers  # noqa: F401
+
+import numpy as np  # noqa: F401
+
+from cgrad._C import TensorBase  # noqa: F401
+from cgrad.autograd.function import Function  # noqa: F401
+from cgrad.ops.binary import mask_fill, torch_type_name  # noqa: F401
+from cgrad.ops.linalg import Mm, T  # noqa: F401
+from cgrad.ops.shape import UnsafeView, View  # noqa: F401
+
+from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
+                                             relu_, selu, sigmoid, silu, softmax, softplus,
+                                             tanh)
+from cgrad.nn.functional._dropout import dropout
+from cgrad.nn.functional._linear import bilinear, linear
+from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
+                                       cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss,
+                                       smooth_l1_loss)
+from cgrad.nn.functional._normalization import batch_norm, layer_norm
+from cgrad.nn.functional._padding import pad
+from cgrad.nn.functional._sparse import embedding, one_hot
+
+__all__ = [
+    "linear", "relu", "relu_", "leaky_relu", "elu", "selu", "gelu", "silu", "sigmoid", "tanh",
+    "softplus", "softmax", "log_softmax", "dropout", "cross_entropy", "nll_loss", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
+    "batch_norm", "bilinear",
+]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
