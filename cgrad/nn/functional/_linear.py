@@ -136,6 +136,25 @@ class _Squeeze0(View):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """torch.nn.functional.bilinear (implemented next to nn.Bilinear)."""
-    from cgrad.nn.modules.linear import bilinear as _bl
-    return _bl(input1, input2, weight, bias)
+    """y[..., k] = x1 A_k x2^T + b_k with A = weight of shape (out, in1, in2) (torch's
+    F.bilinear), computed as one matmul: (x1 @ A viewed as (in1, out*in2)) * x2, summed."""
+    out, in1, in2 = weight.shape
+    s1, s2 = input1.shape, input2.shape
+    if s1[:-1] != s2[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(s1[:-1])} and {list(s2[:-1])}")
+    if s1[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {s1[-1]} "
+                           f"but expected {in1}")
+    if s2[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {s2[-1]} "
+                           f"but expected {in2}")
+    lead = tuple(s1[:-1])
+    a = input1.reshape(-1, in1)
+    c = input2.reshape(-1, in2)
+    n = a.shape[0]
+    t = a.matmul(weight.permute(1, 0, 2).reshape(in1, out * in2))
+    y = (t.reshape(n, out, in2) * c.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(lead + (out,))
