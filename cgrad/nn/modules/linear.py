@@ -1,9 +1,10 @@
-"""Identity, Linear and Bilinear."""
+"""Identity, Linear and Bilinear (over F.linear and F.bilinear)."""
 from __future__ import annotations
 
 import math
 
 from cgrad.nn import functional as F
+from cgrad.nn.functional._linear import bilinear  # re-exported: it was defined here
 from cgrad.nn import init
 from cgrad.nn.modules.module import Module
 from cgrad.nn.parameter import Parameter
@@ -58,31 +59,6 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-def bilinear(input1, input2, weight, bias=None):
-    """y[..., k] = x1 A_k x2^T + b_k with A = weight of shape (out, in1, in2) (torch's
-    F.bilinear), computed as one matmul: (x1 @ A viewed as (in1, out*in2)) * x2, summed."""
-    out, in1, in2 = weight.shape
-    s1, s2 = input1.shape, input2.shape
-    if s1[:-1] != s2[:-1]:
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{list(s1[:-1])} and {list(s2[:-1])}")
-    if s1[-1] != in1:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {s1[-1]} "
-                           f"but expected {in1}")
-    if s2[-1] != in2:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {s2[-1]} "
-                           f"but expected {in2}")
-    lead = tuple(s1[:-1])
-    a = input1.reshape(-1, in1)
-    c = input2.reshape(-1, in2)
-    n = a.shape[0]
-    t = a.matmul(weight.permute(1, 0, 2).reshape(in1, out * in2))
-    y = (t.reshape(n, out, in2) * c.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        y = y + bias
-    return y.reshape(lead + (out,))
-
-
 class Bilinear(Module):
     """y = x1^T A x2 + b for each output feature; weight (out, in1, in2) and bias drawn from
     U(-1/sqrt(in1), 1/sqrt(in1)) as torch does."""
@@ -108,7 +84,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        return bilinear(input1, input2, self.weight, self.bias)
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "

@@ -1,14 +1,13 @@
-"""LayerNorm, BatchNorm1d/2d and batch_norm (torch's F.batch_norm, one fused node)."""
+"""LayerNorm and BatchNorm1d/2d (over F.layer_norm and F.batch_norm)."""
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
 
-from cgrad import _C
 from cgrad._C import _wrap
-from cgrad.autograd.function import Function
 from cgrad.nn import functional as F
+from cgrad.nn.functional._normalization import batch_norm  # re-exported: it was defined here
 from cgrad.nn import init
 from cgrad.nn.modules.linear import _empty
 from cgrad.nn.modules.module import Module
@@ -17,147 +16,6 @@ from cgrad.nn.parameter import Parameter
 __all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d", "batch_norm"]
 
 
-# ------------------------------------------------------------------------------------------
-# batch_norm
-# ------------------------------------------------------------------------------------------
-class _Stats:
-    """Receives the batch mean and biased variance from _BatchNormTrain.forward (for the
-    running-statistics update, without recomputing them)."""
-    __slots__ = ("mean", "var")
-
-
-class _BatchNormTrain(Function):
-    """Normalise with the batch statistics over every dim but 1 (biased variance).
-    d/dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) with gh = g * w, means over the
-    reduced dims; d/dw = sum(g * xhat), d/db = sum(g)."""
-    _node_name = "NativeBatchNormBackward0"
-
-    @staticmethod
-    def forward(ctx, input, weight, bias, eps, stats):
-        x = input._data
-        axes = (0,) + tuple(range(2, x.ndim))
-        pshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        mu = x.mean(axis=axes, keepdims=True)
-        xc = x - mu
-        var = np.mean(np.square(xc), axis=axes, keepdims=True)
-        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
-        stats.mean = mu.reshape(-1)
-        stats.var = var.reshape(-1)
-        xc *= rstd
-        if ctx is not None:
-            ctx.save_for_backward(input, weight, bias)
-            ctx._aux = (axes, pshape, eps, mu, rstd, xc.copy() if weight is not None
-                        or bias is not None else None)
-        if weight is not None:
-            xc *= weight._data.reshape(pshape)
-        if bias is not None:
-            xc += bias._data.reshape(pshape)
-        return xc
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w, b = ctx.saved_tensors
-        axes, pshape, eps, mu, rstd, xhat_np = ctx._aux
-        nx, nw, nb = ctx.needs_input_grad[:3]
-        if not _C.is_grad_enabled():
-            # first order: NumPy on the saved statistics
-            ga = g._data
-            n = ga.size // ga.shape[1]
-            xhat = xhat_np if xhat_np is not None else (x._data - mu) * rstd
-            gb_ = ga.sum(axis=axes, keepdims=True)
-            gxh_ = np.sum(ga * xhat, axis=axes, keepdims=True)
-            gx = gw = gbias = None
-            if nx:
-                scale = rstd / n
-                if w is not None:
-                    scale = scale * w._data.reshape(pshape)
-                gx = ga * n
-                gx -= gb_
-                gx -= xhat * gxh_
-                gx *= scale
-                gx = _wrap(gx.astype(x._data.dtype, copy=False))
-            if nw:
-                gw = _wrap(gxh_.reshape(-1))
-            if nb:
-                gbias = _wrap(gb_.reshape(-1))
-            return gx, gw, gbias, None, None
-        # create_graph: mean and rstd as functions of x, so double backward is exact
-        mu_t = x.mean(axes, keepdim=True)
-        xc = x - mu_t
-        rstd_t = ((xc * xc).mean(axes, keepdim=True) + eps) ** -0.5
-        xhat = xc * rstd_t
-        gx = gw = gbias = None
-        if nx:
-            gh = g * w.reshape(pshape) if w is not None else g
-            gx = rstd_t * (gh - gh.mean(axes, keepdim=True)
-                           - xhat * (gh * xhat).mean(axes, keepdim=True))
-        if nw:
-            gw = (g * xhat).sum(axes)
-        if nb:
-            gbias = g.sum(axes)
-        return gx, gw, gbias, None, None
-
-
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
-    """torch.nn.functional.batch_norm: normalise over every dim but 1 (channels).
-
-    ``training=True``: batch statistics (one ``NativeBatchNormBackward0`` node); if running
-    stats are given they are updated in place: ``r = (1 - momentum) * r + momentum * s`` with
-    the unbiased batch variance. ``training=False``: the running statistics are used."""
-    if momentum is not None and not isinstance(momentum, (int, float, np.number)):
-        from cgrad._checks import type_name
-        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
-                        f"{type_name(momentum)}")
-    shape = tuple(input.shape)
-    if len(shape) < 2:
-        raise ValueError(f"Expected 2D or higher input (got {len(shape)}D input)")
-    C = shape[1]
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
-        if t is not None and tuple(t.shape) != (C,):
-            raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
-    if training:
-        size = int(np.prod(shape)) // C
-        if size == 1:
-            from cgrad.tensor import Size
-            raise ValueError("Expected more than 1 value per channel when training, got input "
-                             f"size {Size(shape)!r}")
-        stats = _Stats()
-        out = _BatchNormTrain.apply(input, weight, bias, float(eps), stats)
-        if running_mean is not None or running_var is not None:
-            mean, var = stats.mean, stats.var
-            n = size
-            m = momentum
-            if running_mean is not None:
-                rm = running_mean._data
-                rm *= (1 - m)
-                rm += m * mean
-                running_mean._bump_version()
-            if running_var is not None:
-                rv = running_var._data
-                rv *= (1 - m)
-                rv += (m * n / (n - 1)) * var
-                running_var._bump_version()
-        return out
-    if running_mean is None or running_var is None:
-        raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must "
-                           "be defined in evaluation mode")
-    pshape = (1, C) + (1,) * (len(shape) - 2)
-    rstd = (1.0 / np.sqrt(running_var._data + eps)).astype(input.dtype, copy=False)
-    xc = input - _wrap(running_mean._data.reshape(pshape))
-    if weight is None:
-        y = xc * _wrap(rstd.reshape(pshape))
-    else:
-        y = xc * (weight * _wrap(rstd)).reshape(pshape)
-    if bias is not None:
-        y = y + bias.reshape(pshape)
-    return y
-
-
-# ------------------------------------------------------------------------------------------
-# modules
-# ------------------------------------------------------------------------------------------
 class LayerNorm(Module):
     """Layer normalization over the trailing ``normalized_shape`` dims (weight ones, bias
     zeros when ``elementwise_affine``)."""
@@ -280,9 +138,9 @@ class _BatchNorm(_NormBase):
         else:
             bn_training = self.running_mean is None and self.running_var is None
         use_buffers = not self.training or self.track_running_stats
-        return batch_norm(input, self.running_mean if use_buffers else None,
-                          self.running_var if use_buffers else None, self.weight, self.bias,
-                          bn_training, eaf, self.eps)
+        return F.batch_norm(input, self.running_mean if use_buffers else None,
+                            self.running_var if use_buffers else None, self.weight, self.bias,
+                            bn_training, eaf, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

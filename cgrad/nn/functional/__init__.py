@@ -1,0 +1,89 @@
+"""cgrad.nn.functional: torch.nn.functional's names, signatures and defaults on cgrad.
+
+What a training loop calls is fused here, one node per call where torch's own kernel is one
+node (or where fusing is what makes it fast and numerically stable):
+
+* ``linear``: ``x @ W.T + b`` in one node named ``AddmmBackward0`` (``MmBackward0`` without a
+  bias). torch records ``TBackward0(W)`` under its addmm; cgrad's node holds the weight
+  directly and computes ``dW = g.T @ x`` with one BLAS call (a fresh contiguous array that
+  the engine may store in ``W.grad`` without a copy). N-D inputs are flattened to 2-D around
+  it as in torch (``ViewBackward0`` / ``UnsafeViewBackward0`` on top).
+* ``cross_entropy``: log_softmax + nll in ONE node. torch has ``NllLossBackward0`` on top of
+  ``LogSoftmaxBackward0``; cgrad has a single ``NllLossBackward0`` (``NllLoss2DBackward0``
+  for inputs with 3 or more dims, ``ViewBackward0`` for 3-D and >= 5-D inputs with
+  reduction='none', ``AddBackward0`` with label smoothing, ``DivBackward1`` /
+  ``NegBackward0`` for probability targets: always the name of torch's top node). Its
+  backward is ``(softmax - onehot) * weight * g / N`` computed in place from the saved
+  log-probabilities; ignored targets get exactly zero gradient (also when every target is
+  ignored and the mean is 0 / 0 = nan, as torch).
+* ``softmax``/``log_softmax`` (max-subtracted), ``nll_loss``, ``mse_loss``,
+  ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy(_with_logits)`` (log-sum-exp
+  form), ``embedding``, ``layer_norm`` (``NativeLayerNormBackward0``), ``pad``: one node
+  each, as in torch. ``l1_loss`` is ``AbsBackward0`` (of the difference, fused) under
+  ``MeanBackward0``/``SumBackward0``, as torch.
+
+Every backward is written with cgrad ops, so ``create_graph=True`` (double backward) works.
+Where a first-order backward has a faster NumPy form (cross_entropy, linear) it is used only
+when no graph is being recorded (``cgrad.is_grad_enabled()`` is False inside backward unless
+``create_graph=True``); both forms compute the same formula.
+
+``inplace=True`` modifies the input; on a tensor that is part of a recorded graph the op is
+recorded and the input's history rebased, as torch (cgrad/ops/inplace.py).
+
+Known differences from torch: ``embedding(sparse=True)`` is not supported;
+``binary_cross_entropy_with_logits`` returns the target's dtype as torch does, and
+``huber_loss`` promotes mixed dtypes (torch 2.13 returns the input's dtype and then fails in
+backward).
+
+Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op library
+(``cgrad.<name>`` or ``Tensor.<name>``), looked up at call time.
+
+The implementation is split by family into private modules (torch's namespace is flat, so
+no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
+(linear, bilinear), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
+``_sparse`` (embedding, one_hot), ``_padding`` (pad) and ``_utils`` (shared helpers).
+"""
+from __future__ import annotations
+
+# The names the single-file module held through its imports: kept, so that dir() of
+# cgrad.nn.functional is unchanged (tests/test_layout.py).
+import numbers  # noqa: F401
+
+import numpy as np  # noqa: F401
+
+from cgrad._C import TensorBase  # noqa: F401
+from cgrad.autograd.function import Function  # noqa: F401
+from cgrad.ops.comparison import mask_fill  # noqa: F401
+from cgrad.ops.promotion import torch_type_name  # noqa: F401
+from cgrad.ops.linalg import Mm
+from cgrad.ops.shape import T  # noqa: F401
+from cgrad.ops.shape import UnsafeView, View  # noqa: F401
+
+from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
+                                             relu_, selu, sigmoid, silu, softmax, softplus,
+                                             tanh)
+from cgrad.nn.functional._dropout import dropout
+from cgrad.nn.functional._linear import bilinear, linear
+from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
+                                       cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss,
+                                       smooth_l1_loss)
+from cgrad.nn.functional._normalization import batch_norm, layer_norm
+from cgrad.nn.functional._padding import pad
+from cgrad.nn.functional._sparse import embedding, one_hot
+
+__all__ = [
+    "linear", "relu", "relu_", "leaky_relu", "elu", "selu", "gelu", "silu", "sigmoid", "tanh",
+    "softplus", "softmax", "log_softmax", "dropout", "cross_entropy", "nll_loss", "mse_loss",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
+    "batch_norm", "bilinear",
+]
+
+# Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
+# to a C function refusing a non-Tensor first argument.
+_TENSOR_FIRST = ("dropout", "elu", "gelu", "leaky_relu", "linear", "one_hot", "relu", "relu_",
+                 "selu", "silu", "softplus")
+from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
+
+_api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,
+                       c_in_torch=_api.C_IN_TORCH_NN)
