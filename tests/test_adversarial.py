@@ -540,7 +540,7 @@ def test_no_compiled_module_defines_a_builtin_name():
                  "from m import maximum", "    def max(self):", "any == 1"):
         assert not binding.match(fine), fine
     found = []
-    files = [f for f in os.listdir(_CGRAD_DIR) if f.endswith((".pyx", ".pxd"))]
+    files = [f for f in os.listdir(_CGRAD_DIR) if f.endswith((".pyx", ".pxi", ".pxd"))]
     assert files
     for f in files:
         with open(os.path.join(_CGRAD_DIR, f), encoding="utf-8") as fh:
