@@ -79,7 +79,7 @@ def promote_any(code, out, x, y):
 class Add(Function):
     """a + b.  d/da = g, d/db = g."""
     _node_name = "AddBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -95,7 +95,7 @@ class Add(Function):
 class AddScalar(Function):
     """a + s.  d/da = g."""
     _node_name = "AddBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, s):
@@ -127,7 +127,7 @@ class Sub(Function):
 class SubScalar(Function):
     """a - s.  d/da = g."""
     _node_name = "SubBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, s):
