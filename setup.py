@@ -1,4 +1,5 @@
-"""Build the compiled core cgrad._C (csrc/cg_graph.c, cg_engine.c + cgrad/_C.pyx) and the
+"""Build the compiled core cgrad._C (csrc/cg_graph.c, cg_engine.c + cgrad/_C.pyx, which
+includes cgrad/_C_*.pxi: cythonize tracks those includes, so editing one rebuilds _C) and the
 sparse kernel module cgrad._sparse (csrc/cg_sparse.c + cgrad/_sparse.pyx).
 
 Metadata lives in pyproject.toml; this file only declares the extension.

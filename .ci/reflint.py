@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference-count lint for the Cython layer: translate cgrad/*.pyx to C and reject any raw
-reference macro applied to a Cython temporary.
+reference macro applied to a Cython temporary (in the .pyx or in a .pxi it includes).
 
 Why: a stealing call (PyTuple_SET_ITEM, PyList_SET_ITEM) or an explicit Py_INCREF/Py_DECREF
 is only correct on a variable whose reference the code owns on purpose. When the argument is
@@ -8,7 +8,7 @@ a Cython temporary (`__pyx_t_N`), Cython releases that temporary right after the
 steal leaves the container with a dangling pointer and an INCREF/DECREF is spent on an object
 nobody keeps. That is how an untyped `pi = i` (inferred as a C integer, boxed once per call)
 made every built-in op with more than 256 inputs crash (Note [Typed object before a steal] in
-cgrad/_C.pyx): small ints are cached, so nothing failed below 257.
+cgrad/_C_function.pxi): small ints are cached, so nothing failed below 257.
 
 Usage: python .ci/reflint.py [file.pyx ...]   (default: every cgrad/*.pyx). Exit 1 on a hit.
 Needs Cython (a build requirement).
@@ -24,12 +24,12 @@ MACROS = r"(?:Py_INCREF|Py_XINCREF|Py_DECREF|Py_XDECREF|Py_CLEAR|PyTuple_SET_ITE
          r"PyList_SET_ITEM|PyTuple_SetItem|PyList_SetItem|PyModule_AddObject)"
 CALL = re.compile(r"(?<![A-Za-z0-9_])" + MACROS + r"\((?P<args>[^;]*)\);")
 TEMP = re.compile(r"(?<![>.])__pyx_t_\d+")   # not p->__pyx_t_0 (a closure field)
-SRC = re.compile(r'/\* "(?P<file>[^"]+\.pyx)":(?P<line>\d+)')
+SRC = re.compile(r'/\* "(?P<file>[^"]+\.(?:pyx|pxi))":(?P<line>\d+)')
 
 
 def scan(c_path):
     """Yield (pyx_file, pyx_line, c_line_no, c_text) for each reference macro on a temporary
-    inside code generated from a .pyx line."""
+    inside code generated from a .pyx line (or a line of a .pxi it includes)."""
     where = None
     prev = ""
     with open(c_path, encoding="utf-8", errors="replace") as f:

@@ -26,7 +26,8 @@ every tracked object again each time the objects that survived since the last fu
 collection reach 25% of the long-lived ones, so for tracked graph objects this count per
 node is bounded (total work linear in the graph) but grows until the graph outnumbers the
 interpreter's own objects. cgrad keeps the objects of these graphs out of the collector (Note
-[Untracked graphs] in cgrad/_C.pyx), so its count should stay near 0: the table checks that.
+[Untracked graphs] in cgrad/_C_untracked.pxi), so its count should stay near 0: the table
+checks that.
 
 ``python bench/scaling.py [--quick] [--sizes 1000,10000]`` runs it alone.
 """

@@ -133,14 +133,14 @@ class Tensor(_C.TensorBase):
     """A NumPy-backed tensor with PyTorch's autograd API."""
 
     # an instance dict, as torch (t.foo = 1), seen by the untracked-graph invariant: vars(t)
-    # and t.__dict__ track the tensor first (Note [Untracked graphs] in cgrad/_C.pyx)
+    # and t.__dict__ track the tensor first (Note [Untracked graphs] in cgrad/_C_untracked.pxi)
     __dict__ = _C._tensor_dict
     __array_priority__ = 1000
     __hash__ = object.__hash__
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C.pyx
+        _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C_tensor.pxi
 
     # -- pickle and copy (torch's rules) ---------------------------------------------------
     # The data, requires_grad and the attributes; never the graph fields (an unpickled copy

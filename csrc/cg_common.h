@@ -2,7 +2,8 @@
  *
  * csrc/ holds graph algorithms and buffer bookkeeping only. It includes Python.h (for
  * PyObject reference counting and error reporting) but never NumPy: the arithmetic on
- * gradients is done by callbacks supplied by the Cython layer (cgrad/_C.pyx).
+ * gradients is done by callbacks supplied by the Cython layer (cgrad/_C_engine.pxi, part of
+ * cgrad/_C.pyx).
  *
  * Conventions (as CPython):
  *   - functions returning int give 0 on success, -1 with a Python exception set on error;

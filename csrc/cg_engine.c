@@ -17,8 +17,8 @@
  * simply overwritten. Every step runs with the GIL held.
  *
  * Note [Signals in the engine]: discovery and pruning run no Python code, nor does a node
- * whose backward is not called (Note [Pass-through backward] in cgrad/_C.pyx), so on a long
- * graph a pending signal (Ctrl-C) would only be handled once the run ends, after every
+ * whose backward is not called (Note [Pass-through backward] in cgrad/_C_engine.pxi), so on a
+ * long graph a pending signal (Ctrl-C) would only be handled once the run ends, after every
  * gradient was computed and accumulated. Each loop over nodes therefore calls
  * PyErr_CheckSignals every CG_SIGNAL_PERIOD steps: a handler that raises (KeyboardInterrupt)
  * fails the run exactly as an exception from a callback does. The handler may run any

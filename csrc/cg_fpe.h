@@ -1,6 +1,6 @@
 /* cg_fpe.h: clear and test the floating-point exception flags around a NumPy inner loop.
  *
- * Note [Direct loops] (cgrad/_C.pyx) runs NumPy's float loops itself and must know whether
+ * Note [Direct loops] (cgrad/_C_binop.pxi) runs NumPy's float loops itself and must know whether
  * a loop raised division by zero, overflow, invalid or underflow, so that the ufunc can redo
  * the operation with NumPy's warnings. On x86-64 those loops use SSE/AVX only, whose flags
  * live in MXCSR: reading and writing it costs ~15 ns, against ~80 ns for C99's

@@ -1,7 +1,7 @@
 /* cg_untracked.h: the registry of graph objects kept out of the cycle collector.
  *
- * Note [Untracked graphs] (cgrad/_C.pyx) explains the scheme: a node or tensor that can only
- * reach other such objects and immutable values cannot be on a reference cycle, so it is
+ * Note [Untracked graphs] (cgrad/_C_untracked.pxi) explains the scheme: a node or tensor that
+ * can only reach other such objects and immutable values cannot be on a reference cycle, so it is
  * untracked (PyObject_GC_UnTrack) and entered here. Whenever any of them is about to gain a
  * reference that could close a cycle, cg_reg_flush() tracks every registered object again.
  *

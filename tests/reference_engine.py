@@ -12,7 +12,7 @@ the compiled engine can then be run on the same graph with ``retain_graph=True``
 Python cannot read a node's output shapes, so the oracle learns them from the tensors of the
 graph: pass the intermediate tensors in ``tensors``, or keep them alive and tracked by the
 cycle collector (such a tensor is found through ``gc.get_referrers``; most graph tensors are
-not tracked, see Note [Untracked graphs] in cgrad/_C.pyx, so passing them is the rule).
+not tracked, see Note [Untracked graphs] in cgrad/_C_untracked.pxi, so passing them is the rule).
 """
 from __future__ import annotations
 

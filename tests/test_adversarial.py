@@ -7,7 +7,7 @@
 2. Reductions over tensors with zero elements (amax/amin with dim= raised AttributeError:
    the ops module's own ``any`` hid Python's), and a machine check that no module of cgrad
    uses a builtin's name that one of its own module-level names hides.
-3. Reference cycles that cgrad cannot see (Note [Untracked graphs] in cgrad/_C.pyx) are
+3. Reference cycles that cgrad cannot see (Note [Untracked graphs] in cgrad/_C_untracked.pxi) are
    still collected: a ctx attribute holding a NumPy scalar subclass instance with a
    __dict__, writes into vars(ctx), and every other way to add a reference to an
    untracked node or tensor.
@@ -273,7 +273,7 @@ def test_amax_amin_with_dim_on_zero_elements():
 def _call(lib, name, shape, kw, warned):
     """lib.name(zeros(shape), **kw) as a list of arrays; torch's and cgrad's own warnings
     (UserWarning) are appended to `warned`. (cgrad keeps NumPy's RuntimeWarnings, such as
-    'Mean of empty slice', by design: Note [Direct loops] in _C.pyx.)"""
+    'Mean of empty slice', by design: Note [Direct loops] in _C_binop.pxi.)"""
     x = lib.zeros(shape)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -540,7 +540,7 @@ def test_no_compiled_module_defines_a_builtin_name():
                  "from m import maximum", "    def max(self):", "any == 1"):
         assert not binding.match(fine), fine
     found = []
-    files = [f for f in os.listdir(_CGRAD_DIR) if f.endswith((".pyx", ".pxd"))]
+    files = [f for f in os.listdir(_CGRAD_DIR) if f.endswith((".pyx", ".pxi", ".pxd"))]
     assert files
     for f in files:
         with open(os.path.join(_CGRAD_DIR, f), encoding="utf-8") as fh:
@@ -554,7 +554,7 @@ def test_no_compiled_module_defines_a_builtin_name():
 # 3. no reference cycle can hide from the collector behind an untracked node or tensor
 # ========================================================================================
 # Module-level classes: a module holds them, so their nodes are untracked when clean
-# (Note [Untracked graphs] in cgrad/_C.pyx).
+# (Note [Untracked graphs] in cgrad/_C_untracked.pxi).
 import copy  # noqa: E402
 import functools  # noqa: E402
 import pickle  # noqa: E402

@@ -152,7 +152,7 @@ def test_messages_name_cgrad():
         for line, s in _string_constants(path):
             if BAD.search(s):
                 found.append(f"{path.relative_to(ROOT)}:{line}: {s[:80]!r}")
-    for path in sorted(ROOT.glob("*.pyx")):
+    for path in sorted([*ROOT.glob("*.pyx"), *ROOT.glob("*.pxi")]):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#")[0]
             if '"' in code and re.search(r"pytorch\.org|github\.com/pytorch", code):

@@ -58,7 +58,7 @@ def test_every_note_named_exists():
 
 
 # the walk of one gradient: (file or directory of the Cython core, what must be defined there)
-_CORE = ("cgrad/_C.pyx", "cgrad/_C_*.pxi", "cgrad/_core/*.pxi")
+_CORE = ("cgrad/_C.pyx", "cgrad/_C_*.pxi")
 WALK = [
     (("cgrad/tensor.py",), r"def backward\("),
     (("cgrad/autograd/engine.py",), r"def backward\("),

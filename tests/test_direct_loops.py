@@ -1,4 +1,4 @@
-"""Note [Direct loops] (cgrad/_C.pyx): + - * / on small float arrays call NumPy's inner loop
+"""Note [Direct loops] (cgrad/_C_binop.pxi): + - * / on small float arrays call NumPy's inner loop
 directly. The values must be bit-identical to the ufunc's, NumPy's floating-point warnings
 and errors must be kept, in-place sums must never change their target when they fall back,
 and everything that does not qualify must go through the ufunc."""

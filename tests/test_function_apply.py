@@ -1,5 +1,5 @@
 """`Function.apply` as installed per class (csrc/cg_apply.h) and the cached forward/backward
-lookups (Note [Cached methods] in cgrad/_C.pyx): torch's classmethod semantics, including
+lookups (Note [Cached methods] in cgrad/_C_function.pxi): torch's classmethod semantics, including
 super().apply from an overriding subclass, redefinition after first use, and lifetime."""
 from __future__ import annotations
 

@@ -307,7 +307,7 @@ def test_stale_view_flags_match_torch():
 
 # --------------------------------------------------------------------------------------
 # Views torch forbids to modify in place while autograd records (Note [View creation meta]
-# in cgrad/_C.pyx): outputs of split/chunk/unbind and their views, views returned by a
+# in cgrad/_C_function.pxi): outputs of split/chunk/unbind and their views, views returned by a
 # custom Function (an input returned as is), and reading the history of such a view after
 # its base was modified in place. cgrad allowed all of them and computed gradients torch
 # refuses to compute. Fuzzer: `t10, t11 = t6.split([1, 3], 0); t11[1:2] += t0`: torch
@@ -839,7 +839,7 @@ def test_hooks_of_a_root_off_the_path_match_torch():
 # An in-place op whose node saves its result (relu_, exp_, sigmoid_, tanh_, sqrt_, ...)
 # followed by another in-place op on the same tensor: torch's node saved the tensor itself,
 # so backward raises "modified by an inplace operation"; cgrad's node saved a private copy
-# and silently used the old values (Note [In-place saved outputs] in cgrad/_C.pyx).
+# and silently used the old values (Note [In-place saved outputs] in cgrad/_C_function.pxi).
 # Fuzzer: t7 = F.elu(t3); t7.relu_(); t7.zero_(); t55 = t7.square(); backward.
 
 _SAVES_RESULT = ["relu_", "exp_", "sigmoid_", "tanh_", "sqrt_"]

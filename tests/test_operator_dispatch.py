@@ -1,4 +1,4 @@
-"""The operator fast path in cgrad/_C.pyx: Note [Binop slots] (every Tensor subclass gets the
+"""The operator fast path in cgrad._C: Note [Binop slots] (every Tensor subclass gets the
 C number slots unless it overrides them) and Note [Scalar cache] (Python scalars become cached
 0-d arrays of the tensor's dtype for the NumPy kernel, with results identical to NumPy's
 own weak-scalar arithmetic)."""

@@ -1,5 +1,5 @@
-"""Note [Pass-through backward] (cgrad/_C.pyx): the engine does not call the backward of Add,
-AddScalar and SubScalar; it sends the incoming gradient along every edge, validated as a
+"""Note [Pass-through backward] (cgrad/_C_engine.pxi): the engine does not call the backward of
+Add, AddScalar and SubScalar; it sends the incoming gradient along every edge, validated as a
 returned tuple would be. Everything observable must be as if the backward had run."""
 import numpy as np
 import pytest

@@ -356,7 +356,7 @@ EXPECTED: dict = {  # torch 2.13's outcome per case (regenerate: see the module 
 }
 
 
-# -- the mechanism (Note [Freed saved values] in cgrad/_C.pyx) ---------------------------------
+# -- the mechanism (Note [Freed saved values] in cgrad/_C_engine.pxi) -------------------------
 def _x():
     return cgrad.tensor([1.0, -2.0, 3.0], requires_grad=True)
 

@@ -1,5 +1,5 @@
-"""Note [Untracked graphs] (cgrad/_C.pyx): graph objects that cannot be on a reference cycle
-are kept out of CPython's cycle collector, and every mutation that could close a cycle
+"""Note [Untracked graphs] (cgrad/_C_untracked.pxi): graph objects that cannot be on a reference
+cycle are kept out of CPython's cycle collector, and every mutation that could close a cycle
 through them tracks them all again first.
 
 Two things are tested: that the common graphs really are untracked (else the collector's

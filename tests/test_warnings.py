@@ -396,8 +396,25 @@ _PKG = os.path.dirname(cgrad.__file__)
 def _sources():
     for root, _, files in os.walk(_PKG):
         for name in sorted(files):
-            if name.endswith((".py", ".pyx")):
+            if name.endswith((".py", ".pyx", ".pxi")):
                 yield os.path.join(root, name)
+
+
+def _module_of(path):
+    """The module a source file compiles into: a .pxi is part of the .pyx next to it that
+    includes it (cgrad/_C_node.pxi: cgrad._C)."""
+    rel = os.path.relpath(path, os.path.dirname(_PKG))
+    if path.endswith(".pxi"):
+        folder, name = os.path.split(path)
+        owners = []
+        for f in sorted(os.listdir(folder)):
+            if f.endswith(".pyx"):
+                with open(os.path.join(folder, f), encoding="utf-8") as fh:
+                    if f'include "{name}"' in fh.read():
+                        owners.append(f)
+        assert len(owners) == 1, (rel, owners)
+        rel = os.path.join(os.path.dirname(rel), owners[0])
+    return rel[:-len(os.path.splitext(rel)[1])].replace(os.sep, ".")
 
 
 def _calls(text, name):
@@ -445,7 +462,7 @@ def _warning_sites():
         rel = os.path.relpath(path, os.path.dirname(_PKG))
         if rel == os.path.join("cgrad", "_warn.py"):
             continue
-        module = rel[:-len(os.path.splitext(rel)[1])].replace(os.sep, ".")
+        module = _module_of(path)
         with open(path, encoding="utf-8") as f:
             text = f.read()
         for call, line in _calls(text, "_warn"):

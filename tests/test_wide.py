@@ -1,7 +1,7 @@
 """Wide nodes: ops, Functions and engine calls with many inputs, outputs and roots.
 
 A built-in op with more than 256 tensor inputs used to crash the interpreter on the next
-graph (Note [Typed object before a steal] in cgrad/_C.pyx: the edge -> argument map held
+graph (Note [Typed object before a steal] in cgrad/_C_function.pxi: the edge -> argument map held
 dead ints for positions above CPython's small-int cache). Each case runs several graphs in
 a row, since a freed int is only reused by a later allocation. The counts straddle every
 power of two and cache a fixed table could hold (255, 256, 257) and go well past them.

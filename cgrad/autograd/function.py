@@ -59,7 +59,7 @@ class Function(_C.FunctionBase):
             # so the node is smaller and cheaper for the cycle collector to walk
             ns["__slots__"] = ()
         else:
-            # ctx.__dict__ / vars(ctx) flush first (Note [Untracked graphs] in _C.pyx)
+            # ctx.__dict__ / vars(ctx) flush first (Note [Untracked graphs] in _C_untracked.pxi)
             ns["__dict__"] = _C._node_dict
         node_cls = type(name, (BackwardCFunction,), ns)
         cls._backward_cls = node_cls

@@ -26,7 +26,7 @@ from cgrad.ops.promotion import _scalar_tensor
 class Add(Function):
     """a + b.  d/da = g, d/db = g."""
     _node_name = "AddBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -42,7 +42,7 @@ class Add(Function):
 class AddScalar(Function):
     """a + s.  d/da = g."""
     _node_name = "AddBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, s):
@@ -74,7 +74,7 @@ class Sub(Function):
 class SubScalar(Function):
     """a - s.  d/da = g."""
     _node_name = "SubBackward0"
-    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C.pyx)
+    _cg_passthrough = True      # Note [Pass-through backward] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, s):

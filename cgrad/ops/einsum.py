@@ -274,7 +274,7 @@ class Einsum(Function):
     """einsum over explicit subscripts ``spec = (input subscripts, output subscript,
     to_int64)``.  d/d(operand k) = einsum of g with the other operands."""
     _node_name = "ViewBackward0"
-    _cg_composite = True      # Note [Nothing needed] (cgrad/_C.pyx)
+    _cg_composite = True      # Note [Nothing needed] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, spec, *ops):
@@ -310,13 +310,13 @@ class EinsumMul(Einsum):
 class EinsumSum(Einsum):
     """One operand with summed subscripts (torch ends with a sum)."""
     _node_name = "SumBackward1"
-    _cg_composite = True      # Note [Nothing needed] (cgrad/_C.pyx)
+    _cg_composite = True      # Note [Nothing needed] (cgrad/_C_engine.pxi)
 
 
 class EinsumPermute(Einsum):
     """One operand, nothing summed (torch ends with a permute)."""
     _node_name = "PermuteBackward0"
-    _cg_composite = True      # Note [Nothing needed] (cgrad/_C.pyx)
+    _cg_composite = True      # Note [Nothing needed] (cgrad/_C_engine.pxi)
 
 
 def _einsum_grad(g, ops, shapes, subs, out, k):

@@ -251,7 +251,7 @@ def _record_on_view(self, compute, saves_self):
 
 
 def _regenerate_view(view):
-    """Called by the engine for a stale view (Note [Stale views] in _C.pyx): its grad_fn
+    """Called by the engine for a stale view (Note [Stale views] in _C_function.pxi): its grad_fn
     becomes a gather from the base's current history."""
     base = view._base
     idx = _view_index(base._data, view._data)
@@ -299,7 +299,7 @@ def record(self, compute, saves_self):
 
     See Note [In-place rebase]."""
     if self._cmeta:
-        _C._check_view_inplace(self)    # Note [View creation meta] in _C.pyx
+        _C._check_view_inplace(self)    # Note [View creation meta] in _C_function.pxi
     check_leaf(self)
     if self._base is not None:
         return _record_on_view(self, compute, saves_self)

@@ -244,7 +244,7 @@ class MatMul(Function):
     """Broadcast matmul (np.matmul semantics); the node of torch's N-D matmul paths, whose
     output is an ``_unsafe_view`` of one mm/mv/bmm call.  dA = G @ B^T, dB = A^T @ G."""
     _node_name = "UnsafeViewBackward0"
-    _cg_composite = True      # Note [Nothing needed] (cgrad/_C.pyx)
+    _cg_composite = True      # Note [Nothing needed] (cgrad/_C_engine.pxi)
 
     @staticmethod
     def forward(ctx, a, b):

@@ -112,7 +112,8 @@ def _pad_class(mode, k):
         else:
             name = f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{k}DBackward0"
         fwd = type(f"_IndexPad_{mode}{k}", (_IndexPad,), {"_node_name": name})
-        globals()[fwd.__name__] = fwd   # found by name: its nodes can be untracked (_C.pyx)
+        # found by name: its nodes can be untracked (Note [Untracked graphs], _C_untracked.pxi)
+        globals()[fwd.__name__] = fwd
         _PAD_CLASSES[key] = fwd
     return _PAD_CLASSES[key]
 
