@@ -1377,3 +1377,29 @@ def test_retain_grad_on_a_view_whose_base_got_history():
     (v * 3).sum().backward()
     np.testing.assert_array_equal(v.grad.numpy(), [3.0])
     np.testing.assert_array_equal(w.grad.numpy(), [3.0])
+
+
+def _pow_zero(lib):
+    x = _f64(lib, [[-0.43, 0.0]], requires_grad=True)
+    y = lib.pow(x, 0)
+    calls = []
+    y.register_hook(lambda g: calls.append(1))
+    w = _f64(lib, [[0.88, float("inf")]])
+    out = (y.square() * w).sum() + x.abs().sum()
+    g, = lib.autograd.grad(out, [x], create_graph=True)
+    h, = lib.autograd.grad(g.sum(), [x], allow_unused=True)
+    return g.detach().numpy(), h, calls
+
+
+def test_pow_zero_exponent_gradient_is_zeros_like_input():
+    # torch's pow_backward for exponent 0 is zeros_like(self): no NaN from an infinite
+    # incoming gradient, and no path from it (a double backward does not reach y's hooks)
+    g, h, calls = _pow_zero(cgrad)
+    np.testing.assert_array_equal(g, [[-1.0, 0.0]])
+    assert calls == [1]
+    torch = _torch()
+    if torch is not None:
+        tg, th, tcalls = _pow_zero(torch)
+        np.testing.assert_array_equal(g, tg)
+        assert tcalls == calls
+        assert (h is None) == (th is None)

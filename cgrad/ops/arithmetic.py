@@ -336,7 +336,9 @@ class PowScalar(Function):
         (a,) = ctx.saved_tensors
         s = ctx._aux
         if s == 0:
-            return g * 0.0, None
+            # torch's pow_backward: zeros_like(self), not g * 0 (no NaN from g, and no path
+            # from the gradient to g: a double backward does not reach g's hooks)
+            return _wrap(np.zeros(a._data.shape, a._data.dtype)), None
         if s == 1:
             return g, None
         if s == 2:
