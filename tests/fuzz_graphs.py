@@ -221,6 +221,7 @@ class Env:
         self.hooks = hooks
         self.hook_calls = {}
         self.handles = []
+        self.made_by = []         # the step that made each pool entry
 
 
 def _make_hook(env, hid, kind, c):
@@ -339,9 +340,11 @@ def run_program(prog, lib, leaf_data=None, hooks=True):
             raise
         if s.keep is None:
             pool.append(out)
+            env.made_by.append(s)
         else:
             for p in s.keep:
                 pool.append(out[p])
+                env.made_by.append(s)
     return env, pool
 
 

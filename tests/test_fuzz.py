@@ -40,7 +40,7 @@ from hypothesis import event, given, note, reject
 import cgrad
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fuzz_graphs import programs, run_program  # noqa: E402
+from fuzz_graphs import _STEP_FUNCTIONS, R, programs, run_program  # noqa: E402
 
 
 def _load_torch():
@@ -75,6 +75,7 @@ class Outcome:
         self.grads = []            # [(phase, {label: array or None})]
         self.hooks = {}
         self.again = None          # "ok" or the exception of a backward on a freed graph
+        self.made_by = None        # the step that made each pool entry
 
 
 def _np(t):
@@ -188,6 +189,7 @@ def execute(prog, lib, hooks=True, leaf_data=None):
             res.error = ("forward", getattr(e, "fuzz_step", None), e)
             return res
         res.values = [_snap(t) for t in pool]
+        res.made_by = env.made_by
         try:
             _DRIVERS[prog.mode](prog, lib, env, pool, res)
         except Exception as e:
@@ -224,6 +226,31 @@ def _close(what, got, want):
                                err_msg=what)
 
 
+def _rounding_at_a_jump(c, t, k):
+    """Pool entry k is sign/floor/round/trunc of an input on which cgrad and torch agree to
+    rounding (their summation orders differ), and the outputs differ only where torch's input
+    is at one of the function's jumps: not a bug, the step function amplifies rounding."""
+    s = c.made_by[k] if c.made_by is not None and k < len(c.made_by) else None
+    if s is None or s.name not in _STEP_FUNCTIONS or not s.args or type(s.args[0]) is not R:
+        return False
+    i = s.args[0].i
+    ci, ti = c.values[i][0], t.values[i][0]
+    if ci is None or ti is None or ci.shape != ti.shape or ci.shape != c.values[k][0].shape:
+        return False
+    if not np.allclose(ci, ti, rtol=RTOL, atol=RTOL, equal_nan=True):
+        return False
+    differ = ~np.isclose(c.values[k][0], t.values[k][0], rtol=RTOL, atol=RTOL, equal_nan=True)
+    x = ti[differ]
+    tol = 1e-9 * np.maximum(1.0, np.abs(x))
+    if s.name == "sign":
+        dist = np.abs(x)
+    elif s.name == "round":
+        dist = np.abs(np.abs(x - np.floor(x)) - 0.5)
+    else:
+        dist = np.abs(x - np.round(x))
+    return bool(np.all(dist <= tol))
+
+
 def _unsupported(e):
     return isinstance(e, NotImplementedError) and "not supported by cgrad" in str(e)
 
@@ -251,7 +278,13 @@ def _compare(prog, c, t):
         return
     assert len(c.values) == len(t.values)
     for k, (cv, tv) in enumerate(zip(c.values, t.values)):
-        _close(f"value of t{k}", cv[0], tv[0])
+        try:
+            _close(f"value of t{k}", cv[0], tv[0])
+        except AssertionError:
+            if _rounding_at_a_jump(c, t, k):
+                event("a step function of values equal up to rounding, at its jump")
+                reject()
+            raise
         assert cv[1:3] == tv[1:3], f"t{k}: (requires_grad, is_leaf) cgrad {cv[1:3]} torch {tv[1:3]}"
     cgr = [g for g in c.grads if g[0] != "again"]      # compared in _check_again
     tgr = [g for g in t.grads if g[0] != "again"]
