@@ -4,7 +4,7 @@ nodes, one ``SoftmaxBackward0`` / ``LogSoftmaxBackward0``), and ``relu``, ``relu
 which delegate to the op library (``cgrad.<name>``), looked up at call time."""
 from __future__ import annotations
 
-from cgrad import _checks
+from cgrad import _C, _checks
 from cgrad._warn import warn as _warn
 from cgrad.nn.functional._utils import _inplace_apply
 # the op library's nodes (cgrad/ops/reduce_ext.py): one SoftmaxBackward0 / LogSoftmaxBackward0
@@ -93,11 +93,22 @@ def silu(input, inplace=False):
     return _act("silu", input, inplace)
 
 
+def _tensor_first(name, input):
+    """torch.sigmoid's / torch.tanh's TypeError for a first argument that is not a Tensor
+    (F.sigmoid and F.tanh call them; they are not on the list of wrapped F functions, which
+    is exactly torch's: torch's F.sigmoid passes some non-tensors on)."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{_checks.type_name(input)}")
+
+
 def sigmoid(input):
+    _tensor_first("sigmoid", input)
     return _op("sigmoid")(input)
 
 
 def tanh(input):
+    _tensor_first("tanh", input)
     return _op("tanh")(input)
 
 
