@@ -330,7 +330,7 @@ class Tensor(_C.TensorBase):
     def contiguous(self, memory_format=None):
         if self._data.flags.c_contiguous:
             return self
-        return _ops.Clone.apply(self)
+        return _ops.Clone.apply(self, True)
 
     def cpu(self):
         return self

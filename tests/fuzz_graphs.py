@@ -2023,7 +2023,11 @@ class _Gen:
             out.iv = iv
             self.emit("fn", "einsum", args, outs=[out])
             return True
-        self.emit("fn", "einsum", args, outs=[self.fresh(shape, iv, rg)], uses=ops)
+        # torch's einsum is a mul / bmm of permuted operands: its result's layout follows
+        # theirs (a transposed operand gives a transposed product), cgrad's is contiguous
+        contig = True if all(self.meta[o].contig is True for o in ops) else None
+        self.emit("fn", "einsum", args, outs=[self.fresh(shape, iv, rg, contig=contig)],
+                  uses=ops)
         return True
 
     # --- wide nodes --------------------------------------------------------------------
@@ -2133,6 +2137,10 @@ class _Gen:
                        "detach", "detach_rg", "double", "block_diag", "atleast_2d"])
         if self.fd and c in ("detach", "detach_rg"):
             c = "clone"
+        if c == "contiguous" and m.contig is None:
+            # layout unknown (cgrad's and torch's may differ): contiguous() may return the
+            # tensor itself in one library and a copy in the other, so writes would differ
+            c = "clone"
         if c == "cat":
             d = self.i(0, len(sh) - 1)
             others = []
@@ -2176,8 +2184,11 @@ class _Gen:
                 return False
             self.emit("meth", c, (R(k), reps), outs=[self.fresh(shape, m.iv, m.rg)], uses=[k])
         elif c == "clone":
+            # torch's preserve_format, as cgrad's: the copy keeps the input's stride order
+            # (an overlapping input, e.g. expanded, gives a contiguous copy)
+            contig = True if m.overlap else m.contig
             self.emit(self.pick(["fn", "meth"]), "clone", (R(k),),
-                      outs=[self.fresh(sh, m.iv, m.rg)], uses=[k])
+                      outs=[self.fresh(sh, m.iv, m.rg, contig=contig)], uses=[k])
         elif c == "double":         # float64 already: the tensor itself, as torch
             out = self.view_of(k, sh)
         elif c == "contiguous":

@@ -1403,3 +1403,27 @@ def test_pow_zero_exponent_gradient_is_zeros_like_input():
         np.testing.assert_array_equal(g, tg)
         assert tcalls == calls
         assert (h is None) == (th is None)
+
+
+def _clone_layout(lib):
+    """clone() keeps the input's stride order (torch's preserve_format), so reshaping the clone
+    of a permuted tensor copies, and writing into that copy leaves the clone alone."""
+    t = lib.tensor(np.arange(24.0).reshape(2, 4, 3), dtype=lib.float64).permute(2, 1, 0)
+    c = t.clone()
+    r = c.reshape(3, 8)
+    r -= 100.0
+    strides = tuple(s // 8 for s in c.numpy().strides)
+    e = lib.tensor(np.arange(3.0), dtype=lib.float64).expand(4, 3).clone()
+    return strides, c.numpy().copy(), tuple(s // 8 for s in e.numpy().strides), \
+        c.contiguous().numpy().flags.c_contiguous
+
+
+def test_clone_preserves_the_stride_order_as_torch():
+    strides, values, e_strides, contiguous = _clone_layout(cgrad)
+    assert strides == (1, 3, 12) and e_strides == (3, 1) and contiguous
+    np.testing.assert_array_equal(values, np.arange(24.0).reshape(2, 4, 3).transpose(2, 1, 0))
+    torch = _torch()
+    if torch is not None:
+        t = torch.arange(24.0, dtype=torch.float64).reshape(2, 4, 3).permute(2, 1, 0).clone()
+        assert t.stride() == strides
+        assert torch.arange(3.0).expand(4, 3).clone().stride() == e_strides

@@ -164,12 +164,16 @@ class Clone(Function):
     _node_name = "CloneBackward0"
 
     @staticmethod
-    def forward(ctx, a):
-        return a._data.copy()
+    def forward(ctx, a, contiguous=False):
+        # torch's default memory_format=torch.preserve_format keeps the input's stride order
+        # (a permuted tensor stays permuted, so a later reshape of the clone copies, as in
+        # torch; an expanded one becomes contiguous); contiguous() asks for C order
+        x = a._data
+        return x.copy(order="C" if contiguous or 0 in x.strides else "K")
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return (g, None)
 
 
 class UnsafeView(Reshape):
