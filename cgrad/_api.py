@@ -302,6 +302,14 @@ SUMMARY = {
     "logdet": "Computes the log determinant of a square matrix (nan when it is negative).",
     "qr": "Computes the QR decomposition of a matrix (deprecated: use cgrad.linalg.qr).",
     "slogdet": "Computes the sign and the log of the absolute value of the determinant.",
+    # cgrad/ops/special.py
+    "arccos": "Alias for :func:`cgrad.acos`.",
+    "arcsin": "Alias for :func:`cgrad.asin`.",
+    "arctan": "Alias for :func:`cgrad.atan`.",
+    "arccosh": "Alias for :func:`cgrad.acosh`.",
+    "arcsinh": "Alias for :func:`cgrad.asinh`.",
+    "arctanh": "Alias for :func:`cgrad.atanh`.",
+    "arctan2": "Alias for :func:`cgrad.atan2`.",
 }
 
 # One description per parameter name; OVERRIDE gives an op's own where the name differs.
@@ -421,6 +429,9 @@ ARGS = {
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
     "mode": "(str) 'constant', 'reflect', 'replicate' or 'circular'.",
+    # cgrad/ops/special.py
+    "end": "(Tensor) the tensor with the ending points.",
+    "values": "(Tensor) the values to use where input is zero.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -525,6 +536,16 @@ OVERRIDE = {
     ("pow", "input"): "(Tensor or Number) the base.",
     ("one_hot", "num_classes"): "(int) the number of classes (-1: one more than the largest "
                                 "index).",
+    # cgrad/ops/special.py
+    ("lerp", "weight"): "(float or Tensor) the weight for the interpolation formula.",
+    ("lerp_", "weight"): "(float or Tensor) the weight for the interpolation formula.",
+    ("logit", "eps"): "(float, optional) the epsilon for the input clamp bound: input is "
+                      "clamped to [eps, 1 - eps] (default None: no clamping).",
+    ("logit_", "eps"): "(float, optional) the epsilon for the input clamp bound.",
+    ("xlogy", "input"): "(Tensor or Number) the multiplier.",
+    ("xlogy", "other"): "(Tensor or Number) the argument of the logarithm.",
+    ("copysign", "other"): "(Tensor or Number) the source of the signs.",
+    ("float_power", "input"): "(Tensor or Number) the base value.",
 }
 RETURNS = {
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",

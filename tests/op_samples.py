@@ -338,3 +338,44 @@ add("nll_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
 
 # -- linear algebra on square matrices -------------------------------------------------------
 add("cholesky det inverse logdet slogdet qr", S(x=SPD))
+
+
+# -- elementwise math of cgrad/ops/special.py -----------------------------------------------
+UNIT = X / 2                                    # in (-1, 1)
+PROB = 1 / (1 + np.exp(-X))                     # in (0, 1)
+add("atan arctan sinh cosh asinh arcsinh erf erfc sinc frac deg2rad rad2deg", S())
+add("acos arccos asin arcsin atanh arctanh erfinv", S(x=UNIT))
+add("acosh arccosh", S(x=POS + 1))
+add("logit", S(x=PROB), S(lambda m, x: (x, 0.2), x=PROB, tag="eps"))
+add("atan_ arctan_ sinh_ cosh_ asinh_ arcsinh_ erf_ erfc_ sinc_ frac_ deg2rad_ rad2deg_",
+    S(lambda m, x: (x.clone(),), forms={"method"}))
+add("acos_ arccos_ asin_ arcsin_ atanh_ arctanh_ erfinv_",
+    S(lambda m, x: (x.clone(),), x=UNIT, forms={"method"}))
+add("acosh_ arccosh_", S(lambda m, x: (x.clone(),), x=POS + 1, forms={"method"}))
+add("logit_", S(lambda m, x: (x.clone(),), x=PROB, forms={"method"}))
+add("atan2 arctan2 hypot logaddexp logaddexp2 copysign",
+    S(lambda m, x: (x, leaf(m, Y)), tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), tag="constant"),
+    S(lambda m, x: (c(m, Y), x), tag="rconstant"))
+add("copysign", S(lambda m, x: (x, -1.0), tag="scalar"), extend=True)
+add("xlogy", S(lambda m, x: (x, leaf(m, POS)), tag="tensor"),
+    S(lambda m, x: (x, c(m, POS)), tag="constant"),
+    S(lambda m, x: (c(m, Y), x), x=POS, tag="rconstant"),
+    S(lambda m, x: (x, 2.0), tag="scalar"),
+    S(lambda m, x: (2.0, x), x=POS, tag="rscalar", forms={"fn"}))
+add("heaviside", S(lambda m, x: (x, c(m, Y))))
+add("float_power", S(lambda m, x: (x, leaf(m, Y)), x=POS, tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), x=POS, tag="constant"),
+    S(lambda m, x: (x, 2), tag="scalar"),
+    S(lambda m, x: (2.0, x), tag="rscalar", forms={"fn"}))
+add("lerp", S(lambda m, x: (x, leaf(m, Y), 0.3), tag="scalar"),
+    S(lambda m, x: (x, c(m, Y), leaf(m, PROB)), tag="tensor"),
+    S(lambda m, x: (c(m, X), x, c(m, PROB)), x=Y, tag="rconstant"))
+add("atan2_ arctan2_ hypot_ copysign_", S(lambda m, x: (x.clone(), leaf(m, Y)),
+                                          forms={"method"}))
+add("xlogy_", S(lambda m, x: (x.clone(), leaf(m, POS)), forms={"method"}))
+add("heaviside_", S(lambda m, x: (x.clone(), c(m, Y)), forms={"method"}))
+add("float_power_", S(lambda m, x: (x.clone(), 2), x=POS, forms={"method"}),
+    S(lambda m, x: (x.clone(), leaf(m, Y)), x=POS, forms={"method"}, tag="tensor"))
+add("lerp_", S(lambda m, x: (x.clone(), leaf(m, Y), 0.3), forms={"method"}),
+    S(lambda m, x: (x.clone(), leaf(m, Y), leaf(m, PROB)), forms={"method"}, tag="tensor"))
