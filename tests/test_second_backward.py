@@ -390,6 +390,30 @@ EXPECTED["ok"] |= set("""
     deg2rad:fn deg2rad:method deg2rad_:method frac:fn frac:method frac_:method lerp/scalar:fn
     lerp/scalar:method lerp_:method rad2deg:fn rad2deg:method rad2deg_:method
     """.split())
+# issue 17 (set A): cgrad/ops/triangular.py, cgrad/ops/products.py, cartesian_prod, rot90, diff
+EXPECTED["raise"] |= set("""
+    addbmm/leaf:fn addbmm/leaf:method addbmm/batch2:fn addbmm/batch2:method addbmm_:method
+    addcdiv/leaf:fn addcdiv/leaf:method addcdiv/value:fn addcdiv/value:method addcdiv_:method
+    addcmul/leaf:fn addcmul/leaf:method addcmul/value:fn addcmul/value:method addcmul_:method
+    addmm/leaf:fn addmm/leaf:method addmm/mat1:fn addmm/mat1:method addmm_:method addmv/leaf:fn
+    addmv/leaf:method addmv/vec:fn addmv/vec:method addmv_:method addr/leaf:fn addr/leaf:method
+    addr/vec1:fn addr/vec1:method addr_:method baddbmm/leaf:fn baddbmm/leaf:method
+    baddbmm_:method cdist/leaf:fn cdist/p1:fn cdist/mm:fn cross/leaf:fn cross/leaf:method
+    cross/constant:fn cross/constant:method
+    """.split())
+EXPECTED["ok"] |= set("""
+    addmm/constant:fn addmm/constant:method baddbmm/constant:fn baddbmm/constant:method
+    cartesian_prod:fn diag/matrix:fn diag/matrix:method diag/vector:fn diag/vector:method
+    diag_embed:fn diag_embed:method diag_embed/dims:fn diag_embed/dims:method diagonal:fn
+    diagonal:method diagonal/dims:fn diagonal/dims:method diff:fn diff:method diff/prepend:fn
+    diff/prepend:method diff/append:fn diff/append:method rot90:fn rot90:method rot90/k2:fn
+    rot90/k2:method trace:fn trace:method tril:fn tril:method tril/k:fn tril/k:method
+    tril/batched:fn tril/batched:method tril_:method triu:fn triu:method triu/k:fn triu/k:method
+    triu/batched:fn triu/batched:method triu_:method
+    """.split())
+EXPECTED["nograd"] |= set("""
+    tril_indices:fn triu_indices:fn
+    """.split())
 
 
 # -- the mechanism (Note [Freed saved values] in cgrad/_C.pyx) ---------------------------------

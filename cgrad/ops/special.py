@@ -28,7 +28,7 @@ from cgrad.autograd.function import Function
 from cgrad.ops.arithmetic import PowScalar, RPow, _NotDifferentiable, _zeros_for
 from cgrad.ops.comparison import mask_fill, mask_where
 from cgrad.ops.linalg import _c10, _infer_size
-from cgrad.ops.pointwise import Rsqrt, _fin, _inplace_method, _keep_dtype, _save_out
+from cgrad.ops.pointwise import Rsqrt, _fin, _inplace_method, _keep_dtype
 from cgrad.ops.promotion import (_Number, _cast, _errstate, _to_tensor, result_type,
                                  torch_type_name)
 
