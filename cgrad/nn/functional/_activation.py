@@ -94,10 +94,12 @@ def silu(input, inplace=False):
 
 
 def sigmoid(input):
-    return _op("sigmoid")(input)
+    _checks.check_tensor(input, "sigmoid")      # the op table's function is not the checked
+    return _op("sigmoid")(input)                # cgrad.sigmoid: torch's TypeError here
 
 
 def tanh(input):
+    _checks.check_tensor(input, "tanh")
     return _op("tanh")(input)
 
 
