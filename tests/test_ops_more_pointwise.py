@@ -301,6 +301,25 @@ def test_unary_dtypes_match_torch(name, dt, torch):
     _same(*res)
 
 
+@pytest.mark.parametrize("name", UNARY + ["logaddexp", "atan2", "hypot", "xlogy", "copysign",
+                                  "lerp", "float_power"])
+def test_zero_dim_inputs_match_torch(name, torch):
+    res = []
+    for m in (cgrad, torch):
+        x = m.tensor(1.25 if "cosh" in name else 0.25, dtype=m.float64, requires_grad=True)
+        y = m.tensor(0.75, dtype=m.float64, requires_grad=True)
+        args = (x,) if name in UNARY else (x, y, 0.5) if name == "lerp" else (x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = getattr(m, name)(*args)
+            gs = m.autograd.grad(out, [x, y], allow_unused=True)
+        res.append((tuple(out.shape), out.item(), [None if g is None else g.item() for g in gs]))
+    assert res[0][0] == res[1][0] == ()
+    assert res[0][1] == pytest.approx(res[1][1], rel=1e-12)
+    for a, b in zip(res[0][2], res[1][2]):
+        assert (a is None and b is None) or a == pytest.approx(b, rel=1e-12)
+
+
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize("pair", list(PAIRS))
 def test_binary_dtypes_and_argument_errors_match_torch(name, pair, torch):

@@ -148,8 +148,7 @@ Erfinv = _unary("Erfinv", "ErfinvBackward0", _erfinv,
 
 def _sinc(x):
     y = x * _PI
-    out = np.sin(y)
-    out /= y                      # 0 / 0 = nan at 0: replaced by 1, as torch
+    out = np.asarray(np.sin(y) / y)    # 0 / 0 = nan at 0: replaced by 1, as torch
     out[x == 0] = 1
     return out
 
