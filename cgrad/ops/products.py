@@ -354,7 +354,8 @@ class Addcdiv(Function):
         (value,) = _scalars(dt, value)
         if ctx is not None:
             _, n1, n2 = ctx.needs_input_grad[:3]
-            _save(ctx, t1 if n2 else None, t2 if n1 or n2 else None)
+            # as torch: tensor2 always (even when only input needs a gradient)
+            ctx.save_for_backward(t1 if n2 else None, t2)
             ctx._aux = value
         with _errstate():
             q = _cast(a, dt) / _cast(b, dt)
@@ -621,6 +622,12 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     r1, r2 = x.shape[-2], y.shape[-2]
     if (x.size and y.size and p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25)))
             and x.shape[-1]):
+        nb = math.prod(batch)
+        if nb != 1:
+            # as torch: each input expanded to the batch, made contiguous (a copy where the
+            # expansion repeats elements) and viewed as 3-D; the node saves those
+            x1 = x1.expand(*batch, r1, x.shape[-1]).contiguous().view(nb, r1, x.shape[-1])
+            x2 = x2.expand(*batch, r2, y.shape[-1]).contiguous().view(nb, r2, y.shape[-1])
         out = EuclideanDist.apply(x1, x2)
         return out.view(*batch, r1, r2)
     return Cdist.apply(x1, x2, p)

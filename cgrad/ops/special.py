@@ -334,9 +334,10 @@ class Hypot(Function):
     @staticmethod
     def forward(ctx, a, b):
         out = _binary_float(a._data, b._data, np.hypot, "hypot_cpu")
-        if ctx is not None:
+        if ctx is not None:              # as torch: each input only for its own gradient
+            na, nb = ctx.needs_input_grad
             out = _wrap(out)
-            ctx.save_for_backward(a, b, out)
+            ctx.save_for_backward(a if na else None, b if nb else None, out)
         return out
 
     @staticmethod
@@ -468,17 +469,19 @@ class Copysign(Function):
     def forward(ctx, a, b):
         out = _binary_float(a._data, b._data if isinstance(b, TensorBase) else b,
                             np.copysign)
-        if ctx is not None:
+        if ctx is not None:         # as torch, also when only other needs a gradient
             out = _wrap(out)
             ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        a, out = ctx.saved_tensors
-        with _errstate():
-            ratio = mask_fill(out / a, np.broadcast_to(a._data == 0, out._data.shape))
-        ga = g * ratio if ctx.needs_input_grad[0] else None
+        ga = None
+        if ctx.needs_input_grad[0]:
+            a, out = ctx.saved_tensors
+            with _errstate():
+                ratio = mask_fill(out / a, np.broadcast_to(a._data == 0, out._data.shape))
+            ga = g * ratio
         return ga, (_zeros_for(g) if ctx.needs_input_grad[1] else None)
 
 
