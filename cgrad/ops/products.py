@@ -450,7 +450,26 @@ def _pairwise_diff(x, y):
     return x[..., :, None, :] - y[..., None, :, :]
 
 
+_CHUNK = 1 << 22      # elements of one block of pairwise differences (32 MiB in float64)
+
+
+def _row_blocks(x, y):
+    """Slices of x's rows such that a block of pairwise differences with y stays small."""
+    batch = math.prod(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
+    per_row = max(1, batch * y.shape[-2] * x.shape[-1])
+    step = max(1, _CHUNK // per_row)
+    r1 = x.shape[-2]
+    return [slice(i, i + step) for i in range(0, r1, step)] or [slice(None)]
+
+
 def _cdist_array(x, y, p):
+    blocks = _row_blocks(x, y)
+    if len(blocks) == 1:
+        return _cdist_block(x, y, p)
+    return np.concatenate([_cdist_block(x[..., b, :], y, p) for b in blocks], axis=-2)
+
+
+def _cdist_block(x, y, p):
     d = np.abs(_pairwise_diff(x, y))
     if p == 0:
         return np.count_nonzero(d, axis=-1).astype(x.dtype)
@@ -468,6 +487,14 @@ def _cdist_grad(g, x, y, p, dist):
     if p == 0:
         return np.zeros(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]) + x.shape[-2:],
                         dtype=x.dtype)
+    blocks = _row_blocks(x, y)
+    if len(blocks) == 1:
+        return _cdist_grad_block(g, x, y, p, dist)
+    return np.concatenate([_cdist_grad_block(g[..., b, :], x[..., b, :], y, p, dist[..., b, :])
+                           for b in blocks], axis=-2)
+
+
+def _cdist_grad_block(g, x, y, p, dist):
     diff = _pairwise_diff(x, y)
     gg = g[..., None]
     dd = dist[..., None]
