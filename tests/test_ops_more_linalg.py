@@ -347,6 +347,8 @@ CALLS = {
     "tril_indices_requires_grad": lambda m: m.tril_indices(3, 3, requires_grad=True),
     "triu_indices_big_offset": lambda m: m.triu_indices(3, 3, 5),
     "tril_indices_cpu": lambda m: m.tril_indices(2, 2, device="cpu"),
+    "tril_indices_strided": lambda m: m.tril_indices(2, 2, layout=m.strided),
+    "tril_indices_pinned": lambda m: m.tril_indices(2, 2, pin_memory=True),
     # diagonal / diag / diag_embed / trace
     "diagonal_1d": lambda m: m.diagonal(O(m, 3)),
     "diagonal_0d": lambda m: m.diagonal(m.tensor(1.0)),

@@ -100,9 +100,11 @@ def _indices(fn, upper, row, col, offset, dtype, layout, device, pin_memory, req
     dt = np.dtype(np.int64) if dtype is None else _checks.dtype_of(dtype, fn)
     _checks.check_device(device, fn)
     if layout is not None and not str(layout).endswith("strided"):
-        raise NotImplementedError(f"{fn}: only the strided layout is supported")
+        raise NotImplementedError(f"Could not run 'aten::{fn}' with arguments from the "
+                                  f"'{layout}' backend: only the strided layout is supported")
     if pin_memory:
-        raise RuntimeError("Need to provide pin_memory allocator to use pin memory.")
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
