@@ -97,7 +97,13 @@ _TENSOR_FIRST = (
     "roll", "round", "rsqrt", "scatter_add", "select", "selu", "sgn", "sigmoid", "sign", "sin",
     "slogdet", "softmax", "split_with_sizes", "sqrt", "square", "squeeze", "sum", "swapaxes",
     "swapdims", "t", "take", "take_along_dim", "tan", "tanh", "tile", "transpose", "trunc",
-    "unbind", "unflatten", "unsqueeze", "zeros_like")
+    "unbind", "unflatten", "unsqueeze", "zeros_like") + (
+    # issue 17 (ops set A): cgrad/ops/special.py
+    "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh",
+    "asin", "asinh", "atan", "atan2", "atanh", "cosh", "deg2rad", "erf", "erfc", "erfinv",
+    "frac", "heaviside", "hypot", "logaddexp", "logaddexp2", "logit", "rad2deg", "sinc", "sinh",
+    # issue 17 (ops set A): triangular.py, products.py, rot90, diff
+    "cross", "diag", "diag_embed", "diagonal", "diff", "rot90", "trace", "tril", "triu")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -35,7 +35,8 @@ ALIASES_METHOD = {"x2": "other", "axis": "dim", "keepdims": "keepdim"}
 # Ops that torch implements in Python, which take no NumPy-style keywords.
 PYTHON_IN_TORCH = {
     "function": {"atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
-                 "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split"},
+                 "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split",
+                 "cartesian_prod", "cdist"},
     "method": {"norm", "split", "unflatten"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
@@ -302,6 +303,14 @@ SUMMARY = {
     "logdet": "Computes the log determinant of a square matrix (nan when it is negative).",
     "qr": "Computes the QR decomposition of a matrix (deprecated: use cgrad.linalg.qr).",
     "slogdet": "Computes the sign and the log of the absolute value of the determinant.",
+    # cgrad/ops/special.py
+    "arccos": "Alias for :func:`cgrad.acos`.",
+    "arcsin": "Alias for :func:`cgrad.asin`.",
+    "arctan": "Alias for :func:`cgrad.atan`.",
+    "arccosh": "Alias for :func:`cgrad.acosh`.",
+    "arcsinh": "Alias for :func:`cgrad.asinh`.",
+    "arctanh": "Alias for :func:`cgrad.atanh`.",
+    "arctan2": "Alias for :func:`cgrad.atan2`.",
 }
 
 # One description per parameter name; OVERRIDE gives an op's own where the name differs.
@@ -421,6 +430,42 @@ ARGS = {
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
     "mode": "(str) 'constant', 'reflect', 'replicate' or 'circular'.",
+    # cgrad/ops/special.py
+    "end": "(Tensor) the tensor with the ending points.",
+    "values": "(Tensor) the values to use where input is zero.",
+    # cgrad/ops/triangular.py, cgrad/ops/products.py, cartesian_prod/rot90/diff
+    "diagonal": "(int, optional) the diagonal to consider (0: the main diagonal, > 0 above "
+                "it, < 0 below it).",
+    "offset": "(int, optional) which diagonal to consider (0: the main diagonal, > 0 above "
+              "it, < 0 below it).",
+    "dim1": "(int, optional) the first dimension with respect to which to take the "
+            "diagonal.",
+    "dim2": "(int, optional) the second dimension with respect to which to take the "
+            "diagonal.",
+    "row": "(int) the number of rows in the 2-D matrix.",
+    "col": "(int) the number of columns in the 2-D matrix.",
+    "layout": "(cgrad.layout, optional) only cgrad.strided is supported.",
+    "device": "(str, optional) the device of the returned tensor ('cpu').",
+    "pin_memory": "(bool) pinned memory is not supported (False).",
+    "requires_grad": "(bool) whether autograd records operations on the returned tensor.",
+    "mat1": "(Tensor) the first matrix to be matrix multiplied.",
+    "mat": "(Tensor) the matrix to be matrix multiplied.",
+    "vec1": "(Tensor) the first vector of the outer product.",
+    "batch1": "(Tensor) the first batch of matrices to be multiplied.",
+    "batch2": "(Tensor) the second batch of matrices to be multiplied.",
+    "tensor1": "(Tensor) the numerator (addcdiv) or first factor (addcmul).",
+    "tensor2": "(Tensor) the denominator (addcdiv) or second factor (addcmul).",
+    "x1": "(Tensor) input tensor of shape (B, P, M).",
+    "x2": "(Tensor) input tensor of shape (B, R, M).",
+    "compute_mode": "(str) 'use_mm_for_euclid_dist_if_necessary' (a matrix product for p = 2 "
+                    "when P > 25 or R > 25), 'use_mm_for_euclid_dist' (always for p = 2) or "
+                    "'donot_use_mm_for_euclid_dist' (never).",
+    "k": "(int) the number of times to rotate.",
+    "n": "(int) the number of times to recursively compute the difference.",
+    "prepend": "(Tensor, optional) values to prepend to input along dim before computing "
+               "the difference.",
+    "append": "(Tensor, optional) values to append to input along dim before computing the "
+              "difference.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -525,6 +570,45 @@ OVERRIDE = {
     ("pow", "input"): "(Tensor or Number) the base.",
     ("one_hot", "num_classes"): "(int) the number of classes (-1: one more than the largest "
                                 "index).",
+    # cgrad/ops/special.py
+    ("lerp", "weight"): "(float or Tensor) the weight for the interpolation formula.",
+    ("lerp_", "weight"): "(float or Tensor) the weight for the interpolation formula.",
+    ("logit", "eps"): "(float, optional) the epsilon for the input clamp bound: input is "
+                      "clamped to [eps, 1 - eps] (default None: no clamping).",
+    ("logit_", "eps"): "(float, optional) the epsilon for the input clamp bound.",
+    ("xlogy", "input"): "(Tensor or Number) the multiplier.",
+    ("xlogy", "other"): "(Tensor or Number) the argument of the logarithm.",
+    ("copysign", "other"): "(Tensor or Number) the source of the signs.",
+    ("float_power", "input"): "(Tensor or Number) the base value.",
+    ("tril_indices", "offset"): "(int) the diagonal to consider (default 0).",
+    ("triu_indices", "offset"): "(int) the diagonal to consider (default 0).",
+    ("tril_indices", "dtype"): "(cgrad.dtype, optional) int64 (default) or int32.",
+    ("triu_indices", "dtype"): "(cgrad.dtype, optional) int64 (default) or int32.",
+    ("diag_embed", "dim1"): "(int, optional) the first dimension of the output's diagonals "
+                            "(default -2).",
+    ("diag_embed", "dim2"): "(int, optional) the second dimension of the output's diagonals "
+                            "(default -1).",
+    ("addmm", "beta"): "(Number) the multiplier for input.",
+    ("addmm", "alpha"): "(Number) the multiplier for mat1 @ mat2.",
+    ("addmv", "beta"): "(Number) the multiplier for input.",
+    ("addmv", "alpha"): "(Number) the multiplier for mat @ vec.",
+    ("addr", "beta"): "(Number) the multiplier for input.",
+    ("addr", "alpha"): "(Number) the multiplier for outer(vec1, vec2).",
+    ("baddbmm", "beta"): "(Number) the multiplier for input.",
+    ("baddbmm", "alpha"): "(Number) the multiplier for batch1 @ batch2.",
+    ("addbmm", "beta"): "(Number) the multiplier for input.",
+    ("addbmm", "alpha"): "(Number) the multiplier for the sum of batch1 @ batch2.",
+    ("addcmul", "value"): "(Number) the multiplier for tensor1 * tensor2.",
+    ("addcdiv", "value"): "(Number) the multiplier for tensor1 / tensor2.",
+    ("addmm", "mat2"): "(Tensor) the second matrix to be matrix multiplied.",
+    ("cross", "other"): "(Tensor) the second input tensor.",
+    ("cross", "dim"): "(int, optional) the dimension to take the cross product in (None: "
+                      "the first of size 3, deprecated).",
+    ("cdist", "p"): "(float) the p value of the p-norm distance, >= 0.",
+    ("rot90", "dims"): "(list or tuple of two ints) the plane of the rotation.",
+    ("diff", "dim"): "(int) the dimension along which to compute the difference (default "
+                     "-1).",
+    ("cartesian_prod", "tensors"): "(Tensor) any number of 1-D tensors.",
 }
 RETURNS = {
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",

@@ -24,6 +24,13 @@ from cgrad.ops.norms import linalg_norm as norm
 from cgrad.ops.norms import matrix_norm, vector_norm
 from cgrad.ops.decompositions import svd, svdvals
 from cgrad.ops.linalg import vecdot
+from cgrad.ops.products import linalg_cross
 
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "inv", "matmul", "matrix_norm", "norm",
-           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "inv", "matmul", "matrix_norm",
+           "norm", "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
+
+
+def cross(input, other, *, dim=-1):
+    """Computes the cross product of two 3-dimensional vectors (or batches of them, the
+    other dimensions broadcast) along dim; its node is LinalgCrossBackward0."""
+    return linalg_cross(input, other, dim=dim)

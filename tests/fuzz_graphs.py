@@ -666,9 +666,42 @@ UNARY = [
 ]
 UNARY = [u for u in UNARY if not (u[0] == "sin" and u[1] == "F")]
 
+
+def _iv_cosh(a):
+    lo = 0.0 if a[0] <= 0 <= a[1] else min(abs(a[0]), abs(a[1]))
+    return (math.cosh(lo), math.cosh(_mag(a)))
+
+
+def _erfinv(x):
+    from scipy.special import erfinv
+    return float(erfinv(x))
+
+
+# issue 17: cgrad/ops/special.py
+UNARY += [
+    ("atan", "fm", _always, _mono(math.atan), False),
+    ("arctan", "fm", _always, _mono(math.atan), False),
+    ("asin", "fm", lambda a: _mag(a) <= 0.9, _mono(math.asin), False),
+    ("acos", "fm", lambda a: _mag(a) <= 0.9, lambda a: (math.acos(a[1]), math.acos(a[0])),
+     False),
+    ("atanh", "fm", lambda a: _mag(a) <= 0.9, _mono(math.atanh), False),
+    ("sinh", "fm", lambda a: _mag(a) <= 3.0, _mono(math.sinh), False),
+    ("cosh", "fm", lambda a: _mag(a) <= 3.0, _iv_cosh, False),
+    ("asinh", "fm", _always, _mono(math.asinh), False),
+    ("acosh", "fm", lambda a: a[0] >= 1.2, _mono(math.acosh), False),
+    ("erf", "fm", _always, _mono(math.erf), False),
+    ("erfc", "fm", _always, lambda a: (math.erfc(a[1]), math.erfc(a[0])), False),
+    ("erfinv", "fm", lambda a: _mag(a) <= 0.9, _mono(_erfinv), False),
+    ("logit", "fm", lambda a: a[0] >= 0.05 and a[1] <= 0.95,
+     _mono(lambda x: math.log(x / (1 - x))), False),
+    ("sinc", "fm", _always, lambda a: (-0.22, 1.0), False),
+    ("deg2rad", "fm", _always, _mono(math.radians), False),
+    ("frac", "fm", _always, lambda a: (-1.0, 1.0), False),
+]
+
 # ops whose node saves its output (an in-place op on it breaks their backward)
 SAVES_OUT = {u[0] for u in UNARY if u[4]}
-_STEP_FUNCTIONS = {"sign", "floor", "round", "trunc"}
+_STEP_FUNCTIONS = {"sign", "floor", "round", "trunc", "frac"}     # (frac: jumps at integers)
 
 
 # ======================================================================================
@@ -1007,9 +1040,14 @@ class _Gen:
         if a is None:
             return False
         name = self.pick(["add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
-                          "add", "mul", "clamp_t"])
+                          "add", "mul", "clamp_t", "atan2", "hypot", "logaddexp"])
         ma = self.meta[a]
-        if name == "div":
+        if name in ("atan2", "hypot"):
+            # a positive second operand: atan2 is continuous there, hypot differentiable
+            b = self.partner(a, pred=lambda m: m.iv[0] >= AWAY, leaf_kind="pos")
+            if self.meta[b].iv[0] < AWAY:
+                return False
+        elif name == "div":
             b = self.partner(a, pred=lambda m: _away(m.iv), leaf_kind="pos")
             if not _away(self.meta[b].iv):
                 return False
@@ -1050,6 +1088,12 @@ class _Gen:
         elif name in ("maximum", "minimum"):
             f = max if name == "maximum" else min
             iv = (f(A[0], B[0]), f(A[1], B[1]))
+        elif name == "atan2":
+            iv = (-math.pi / 2, math.pi / 2)
+        elif name == "hypot":
+            iv = (B[0], math.hypot(_mag(A), _mag(B)))
+        elif name == "logaddexp":
+            iv = (max(A[0], B[0]), max(A[1], B[1]) + math.log(2.0))
         elif name == "where":
             iv = _iv_union(A, B)
         else:   # clamp with a tensor bound
@@ -1086,7 +1130,7 @@ class _Gen:
             self.emit(self.pick(["fn", "meth"]), "clamp", (R(a),), kw, outs=[out], uses=[a, b])
             return True
         form = self.pick(["opr", "fn", "meth"]) if not kw else self.pick(["fn", "meth"])
-        if name in ("maximum", "minimum"):
+        if name in ("maximum", "minimum", "atan2", "hypot", "logaddexp"):
             form = self.pick(["fn", "meth"])
         fname = name
         if form == "opr":
@@ -1450,7 +1494,8 @@ class _Gen:
         shape = m.shape
         op = self.pick(["add_", "sub_", "mul_", "div_", "iadd", "imul", "isub", "itruediv",
                         "clamp_", "relu_", "tanh_", "sigmoid_", "exp_", "neg_", "abs_",
-                        "zero_", "fill_", "copy_", "masked_fill_", "pow_", "sqrt_", "add_"])
+                        "zero_", "fill_", "copy_", "masked_fill_", "pow_", "sqrt_", "add_",
+                        "atan_", "sinh_", "erf_"])
         rg = False
         saves = False
         ng = self.coin(0.03) and not self.fd
@@ -1508,7 +1553,8 @@ class _Gen:
             self.emit("meth", "clamp_", args, kw, keep=(), nograd=ng)
             self.touch(k, iv)
             return True
-        elif op in ("relu_", "tanh_", "sigmoid_", "exp_", "neg_", "abs_", "sqrt_"):
+        elif op in ("relu_", "tanh_", "sigmoid_", "exp_", "neg_", "abs_", "sqrt_", "atan_",
+                    "sinh_", "erf_"):
             u = {x[0]: x for x in UNARY}[op[:-1]]
             if not u[2](A):
                 return False

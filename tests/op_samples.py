@@ -338,3 +338,94 @@ add("nll_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
 
 # -- linear algebra on square matrices -------------------------------------------------------
 add("cholesky det inverse logdet slogdet qr", S(x=SPD))
+
+
+# -- elementwise math of cgrad/ops/special.py -----------------------------------------------
+UNIT = X / 2                                    # in (-1, 1)
+PROB = 1 / (1 + np.exp(-X))                     # in (0, 1)
+add("atan arctan sinh cosh asinh arcsinh erf erfc sinc frac deg2rad rad2deg", S())
+add("acos arccos asin arcsin atanh arctanh erfinv", S(x=UNIT))
+add("acosh arccosh", S(x=POS + 1))
+add("logit", S(x=PROB), S(lambda m, x: (x, 0.2), x=PROB, tag="eps"))
+add("atan_ arctan_ sinh_ cosh_ asinh_ arcsinh_ erf_ erfc_ sinc_ frac_ deg2rad_ rad2deg_",
+    S(lambda m, x: (x.clone(),), forms={"method"}))
+add("acos_ arccos_ asin_ arcsin_ atanh_ arctanh_ erfinv_",
+    S(lambda m, x: (x.clone(),), x=UNIT, forms={"method"}))
+add("acosh_ arccosh_", S(lambda m, x: (x.clone(),), x=POS + 1, forms={"method"}))
+add("logit_", S(lambda m, x: (x.clone(),), x=PROB, forms={"method"}))
+add("atan2 arctan2 hypot logaddexp logaddexp2 copysign",
+    S(lambda m, x: (x, leaf(m, Y)), tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), tag="constant"),
+    S(lambda m, x: (c(m, Y), x), tag="rconstant"))
+add("copysign", S(lambda m, x: (x, -1.0), tag="scalar"), extend=True)
+add("xlogy", S(lambda m, x: (x, leaf(m, POS)), tag="tensor"),
+    S(lambda m, x: (x, c(m, POS)), tag="constant"),
+    S(lambda m, x: (c(m, Y), x), x=POS, tag="rconstant"),
+    S(lambda m, x: (x, 2.0), tag="scalar"),
+    S(lambda m, x: (2.0, x), x=POS, tag="rscalar", forms={"fn"}))
+add("heaviside", S(lambda m, x: (x, c(m, Y))))
+add("float_power", S(lambda m, x: (x, leaf(m, Y)), x=POS, tag="tensor"),
+    S(lambda m, x: (x, c(m, Y)), x=POS, tag="constant"),
+    S(lambda m, x: (x, 2), tag="scalar"),
+    S(lambda m, x: (2.0, x), tag="rscalar", forms={"fn"}))
+add("lerp", S(lambda m, x: (x, leaf(m, Y), 0.3), tag="scalar"),
+    S(lambda m, x: (x, c(m, Y), leaf(m, PROB)), tag="tensor"),
+    S(lambda m, x: (c(m, X), x, c(m, PROB)), x=Y, tag="rconstant"))
+add("atan2_ arctan2_ hypot_ copysign_", S(lambda m, x: (x.clone(), leaf(m, Y)),
+                                          forms={"method"}))
+add("xlogy_", S(lambda m, x: (x.clone(), leaf(m, POS)), forms={"method"}))
+add("heaviside_", S(lambda m, x: (x.clone(), c(m, Y)), forms={"method"}))
+add("float_power_", S(lambda m, x: (x.clone(), 2), x=POS, forms={"method"}),
+    S(lambda m, x: (x.clone(), leaf(m, Y)), x=POS, forms={"method"}, tag="tensor"))
+add("lerp_", S(lambda m, x: (x.clone(), leaf(m, Y), 0.3), forms={"method"}),
+    S(lambda m, x: (x.clone(), leaf(m, Y), leaf(m, PROB)), forms={"method"}, tag="tensor"))
+
+# -- triangles and diagonals (cgrad/ops/triangular.py) ----------------------------------------
+add("tril triu", S(), S(lambda m, x: (x, 1), tag="k"), S(lambda m, x: (x, -1), x=np.stack([X, Y]),
+                                                         tag="batched"))
+add("tril_ triu_", S(lambda m, x: (x.clone(), 1), forms={"method"}))
+add("tril_indices triu_indices", S(lambda m, x: (3, 4, 1), forms={"fn"}))
+add("diagonal", S(), S(lambda m, x: (x, 1, 1, 0), x=np.stack([X, Y]), tag="dims"))
+add("diag", S(tag="matrix"), S(lambda m, x: (x, 1), x=V4, tag="vector"))
+add("diag_embed", S(), S(lambda m, x: (x, 1, 0, 2), tag="dims"))
+add("trace", S())
+
+# -- products, cross, cdist (cgrad/ops/products.py) -------------------------------------------
+B1, B2 = np.stack([X[:, :2], Y[:, :2]]), np.stack([W42[:2].T @ X[:2], W42[2:].T @ Y[:2]])
+add("addmm", S(lambda m, x: (x, leaf(m, Y[:, :2]), leaf(m, W42[:2].T @ X[:2])), tag="leaf"),
+    S(lambda m, x: (x, c(m, Y[:, :2]), c(m, X[:2])), lambda m, x: {"beta": 0.5, "alpha": 2},
+      tag="constant"),
+    S(lambda m, x: (c(m, [0.1, -0.2]), x, c(m, W42)), x=Y, tag="mat1"))
+add("addmv", S(lambda m, x: (x, leaf(m, X), leaf(m, V4)), x=V4[:3], tag="leaf"),
+    S(lambda m, x: (c(m, V4[:3]), c(m, X), x), lambda m, x: {"alpha": 2}, x=V4,
+      tag="vec"))
+add("addr", S(lambda m, x: (x, leaf(m, V4[:3]), leaf(m, V4)), tag="leaf"),
+    S(lambda m, x: (c(m, X), x, c(m, V4)), lambda m, x: {"beta": 2}, x=V4[:3], tag="vec1"))
+add("baddbmm", S(lambda m, x: (x, leaf(m, B1), leaf(m, B2)), x=np.stack([X, Y]), tag="leaf"),
+    S(lambda m, x: (x, c(m, B1), c(m, B2)), lambda m, x: {"beta": 2}, x=V4, tag="constant"))
+add("addbmm", S(lambda m, x: (x, leaf(m, B1), leaf(m, B2)), tag="leaf"),
+    S(lambda m, x: (c(m, X), c(m, B1), x), lambda m, x: {"alpha": -1}, x=B2, tag="batch2"))
+add("addcmul addcdiv", S(lambda m, x: (x, leaf(m, Y), c(m, POS + 0.5)), tag="leaf"),
+    S(lambda m, x: (c(m, X), x, leaf(m, POS + 0.5)), lambda m, x: {"value": 2}, x=Y,
+      tag="value"))
+add("addmm_", S(lambda m, x: (x.clone(), leaf(m, Y[:, :2]), leaf(m, W42[:2].T @ X[:2])),
+                forms={"method"}))
+add("addmv_", S(lambda m, x: (x.clone(), leaf(m, X), leaf(m, V4)), x=V4[:3], forms={"method"}))
+add("addr_", S(lambda m, x: (x.clone(), leaf(m, V4[:3]), leaf(m, V4)), forms={"method"}))
+add("baddbmm_", S(lambda m, x: (x.clone(), leaf(m, B1), leaf(m, B2)), x=np.stack([X, Y]),
+                  forms={"method"}))
+add("addbmm_", S(lambda m, x: (x.clone(), leaf(m, B1), leaf(m, B2)), forms={"method"}))
+add("addcmul_ addcdiv_", S(lambda m, x: (x.clone(), leaf(m, Y), c(m, POS + 0.5)),
+                           forms={"method"}))
+add("cross", S(lambda m, x: (x, leaf(m, Y[:, :3]), 1), x=X[:, :3], tag="leaf"),
+    S(lambda m, x: (c(m, Y[:, :3]), x, 0), x=X[:, :3], tag="constant"))
+add("cdist", S(lambda m, x: (x, leaf(m, Y[:2])), tag="leaf"),
+    S(lambda m, x: (x, c(m, Y[:2]), 1.0), tag="p1"),
+    S(lambda m, x: (x, c(m, Y[:2])), lambda m, x: {"compute_mode": "use_mm_for_euclid_dist"},
+      tag="mm"))
+
+# -- cartesian_prod, rot90, diff (cgrad/ops/joining.py) -------------------------------------
+add("cartesian_prod", S(lambda m, x: (x, leaf(m, [0.5, -0.2])), x=V4))
+add("rot90", S(), S(lambda m, x: (x, 2, (1, 0)), tag="k2"))
+add("diff", S(), S(lambda m, x: (x, 1, 0, leaf(m, Y[:1])), tag="prepend"),
+    S(lambda m, x: (x, 2), lambda m, x: {"append": c(m, Y[:, :1])}, tag="append"))

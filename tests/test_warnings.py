@@ -327,6 +327,11 @@ def legacy_qr():
     cgrad.eye(2).qr()  # warns
 
 
+@case(r"Using cgrad\.cross without specifying the dim arg is deprecated")
+def cross_default_dim():
+    cgrad.cross(cgrad.ones(3, 3), cgrad.ones(3, 3))  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

@@ -21,12 +21,18 @@ comparison         where, maximum/minimum, clamp, comparisons, logical and bitwi
 reductions         sum/mean/sum_to, prod, max/min, var/std, logsumexp, softmax, cumsum, ...
 indexing           a[idx], masked_fill/masked_select, take, select, nonzero
 shape              reshape/view/expand/clone, transposes and permutations, squeeze, flatten
-joining            cat/stack, split/chunk/unbind, repeat/tile, flip, roll, meshgrid
+joining            cat/stack, split/chunk/unbind, repeat/tile, flip, roll, meshgrid,
+                   cartesian_prod, rot90, diff
 gather_scatter     index_select, index_add, gather, scatter, scatter_add
 linalg             matmul and the products (mm, bmm, mv, dot, outer)
 einsum             einsum
 decompositions     inv, det, slogdet, solve, cholesky, qr, eigh, svd
 norms              torch.norm, linalg.vector_norm / matrix_norm / norm
+special            elementwise math beyond pointwise: inverse trigonometric and hyperbolic
+                   functions, erf/erfc/erfinv, logit, sinc, frac, deg2rad; atan2, hypot,
+                   logaddexp, xlogy, copysign, heaviside, float_power, lerp
+triangular         tril/triu, tril_indices/triu_indices, diagonal, diag, diag_embed, trace
+products           addmm/addmv/addr/baddbmm/addbmm, addcmul/addcdiv, cross, cdist
 inplace            in-place ops and assignment (a[idx] = v), rebasing history (the Tensor
                    methods that use it are installed by cgrad/tensor.py)
 =================  ==========================================================================
@@ -39,10 +45,12 @@ from cgrad.ops.reductions import Mean, MeanDim, Sum, SumDim, SumTo
 from cgrad.ops.shape import Clone, Expand, Reshape, T, Transpose, Unsqueeze, View
 from cgrad.ops.indexing import Index, IndexBackward
 from cgrad.ops import (arithmetic, pointwise, comparison, reductions, indexing, shape,  # noqa: E402
-                       joining, gather_scatter, linalg, einsum, decompositions, norms)
+                       joining, gather_scatter, linalg, einsum, decompositions, norms,
+                       special, triangular, products)
 
 OP_MODULES = (arithmetic, pointwise, comparison, reductions, indexing, shape, joining,
-              gather_scatter, linalg, einsum, decompositions, norms)
+              gather_scatter, linalg, einsum, decompositions, norms, special, triangular,
+              products)
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Neg", "Pow", "RPow", "Exp", "Log", "ToCopy", "Mm",
            "Mv", "Dot", "MatMul", "T", "Sum", "Mean", "SumTo", "Reshape", "View", "Expand",

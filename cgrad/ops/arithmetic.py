@@ -251,7 +251,8 @@ _INT_POW = "Integers to negative integer powers are not allowed."
 def _power(x, y):
     """np.power with torch's RuntimeError for integers to negative integer powers."""
     try:
-        return np.power(x, y)
+        with _errstate():           # nan/inf silently, as torch ((-1) ** 0.5, 0 ** -1)
+            return np.power(x, y)
     except ValueError as e:
         if str(e).startswith(_INT_POW):
             raise RuntimeError(_INT_POW) from None
@@ -298,11 +299,12 @@ class Pow(Function):
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        ga = g * b * a ** (b - 1) if na else None
-        gb = None
-        if nb:
-            # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
-            gb = g * out * _safe_log(a, b)
+        with _errstate():
+            ga = g * b * a ** (b - 1) if na else None
+            gb = None
+            if nb:
+                # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
+                gb = g * out * _safe_log(a, b)
         return ga, gb
 
 
@@ -313,6 +315,11 @@ def _safe_log(a, b):
         from cgrad.ops.comparison import MaskedFillConst
         out = MaskedFillConst.apply(out, np.broadcast_to(mask, out._data.shape), 0.0)
     return out
+
+
+# torch's pow(tensor, scalar) runs these kernels for float32/float64 (their values differ
+# from pow's at -0.0 and -inf: sqrt(-inf) = nan, rsqrt(-0.0) = -inf)
+_POW_KERNELS = {0.5: np.sqrt, -0.5: lambda x: np.reciprocal(np.sqrt(x)), -1: np.reciprocal}
 
 
 class PowScalar(Function):
@@ -326,7 +333,11 @@ class PowScalar(Function):
             ctx._aux = s
         x = a._data
         if s == 2:
-            out = np.square(x)
+            with _errstate():
+                out = np.square(x)
+        elif x.dtype.kind == "f" and x.dtype.itemsize >= 4 and s in _POW_KERNELS:
+            with _errstate():       # torch's sqrt/rsqrt/reciprocal kernels for these
+                out = _POW_KERNELS[s](x)
         else:
             out = _power(x, s)
         return out if out.dtype is x.dtype else promote(out, x, s)
@@ -343,7 +354,8 @@ class PowScalar(Function):
             return g, None
         if s == 2:
             return g * (a * 2.0), None
-        return g * (a ** (s - 1) * s), None
+        with _errstate():
+            return g * (a ** (s - 1) * s), None
 
 
 class RPow(Function):
@@ -353,10 +365,7 @@ class RPow(Function):
     @staticmethod
     def forward(ctx, a, s):
         x = a._data
-        if s == 0:
-            with np.errstate(divide="ignore"):     # 0 ** -1 = inf, silently as torch
-                out = np.power(s, x)
-        else:
+        with _errstate():       # 0 ** -1 = inf, (-2) ** 0.5 = nan, silently as torch
             out = np.power(s, x)
         if out.dtype is not x.dtype:
             out = promote(out, x, s)
@@ -377,7 +386,8 @@ class RPow(Function):
             with np.errstate(invalid="ignore"):
                 factor = out * -math.inf
             return g * MaskedFillConst.apply(factor, a._data >= 0, 0.0), None
-        return g * out * float(np.log(s)), None
+        with _errstate():
+            return g * out * float(np.log(s)), None
 
 
 class Exp(Function):

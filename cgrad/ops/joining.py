@@ -1,6 +1,7 @@
 """Joining, splitting and repeating (see cgrad/ops/__init__.py for the conventions):
 cat/concat, stack, hstack/vstack/dstack/column_stack, atleast_1d/2d/3d, broadcast_tensors,
-meshgrid, block_diag, split/split_with_sizes/chunk/unbind, repeat/tile, flip, roll.
+meshgrid, cartesian_prod, block_diag, split/split_with_sizes/chunk/unbind, repeat/tile, flip,
+rot90, roll, and diff (differences of neighbours along a dim, prepend/append joined first).
 
 split/chunk/unbind pieces are views, as in torch; ops that copy in torch (repeat, tile, cat,
 stack, flip, roll) return fresh arrays, so writing into their result never changes the
@@ -625,13 +626,139 @@ def roll(input, shifts, dims=None):
 
 
 # ----------------------------------------------------------------------------------------
+# cartesian_prod / rot90 / diff
+# ----------------------------------------------------------------------------------------
+def cartesian_prod(*tensors):
+    """The Cartesian product of the given 1-D tensors: a (n1 * n2 * ..., k) tensor whose rows
+    are the tuples, in order (one tensor is returned as it is, as in torch)."""
+    tensors = _check_tensors(tensors, "cartesian_prod")
+    for t in tensors:
+        if t._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
+
+
+class Rot90(Function):
+    """rot90(a, k, dims): a rotated copy, laid out as torch's (flip, then a transposed view
+    for odd k).  d/da = rot90(g, -k, dims)."""
+    _node_name = "Rot90Backward0"
+
+    @staticmethod
+    def forward(ctx, a, k, d0, d1):
+        x = a._data
+        if ctx is not None:
+            ctx._aux = (k, d0, d1)
+        k %= 4
+        if k == 1:
+            return np.swapaxes(np.flip(x, d1).copy(), d0, d1)
+        if k == 2:
+            return np.flip(x, (d0, d1)).copy()
+        if k == 3:
+            return np.swapaxes(np.flip(x, d0).copy(), d0, d1)
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        k, d0, d1 = ctx._aux
+        return Rot90.apply(g, -k, d0, d1), None, None, None
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotates input by 90 degrees k times in the plane of dims, from the first dim towards
+    the second (a copy)."""
+    k = operator.index(k)
+    dims = list(dims)
+    nd = input._data.ndim
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = (operator.index(d) for d in dims)
+    w0, w1 = _dim(d0, nd), _dim(d1, nd)         # torch's IndexError first
+    if d0 == d1 or abs(d0 - d1) == nd:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    return Rot90.apply(input, k, w0, w1)
+
+
+class _CopyOf(Function):
+    """diff with n=0: a copy (torch's empty_like(x).copy_(x)).  d/da = g."""
+    _node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._data.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _diff_other(input, other, d):
+    if other is None:
+        return None
+    if not isinstance(other, TensorBase):
+        from cgrad._checks import type_name
+        raise TypeError(f"diff(): argument 'prepend' must be Tensor, not {type_name(other)}")
+    x, o = input._data, other._data
+    if o.ndim != x.ndim:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i in range(o.ndim):
+        if i != d and o.shape[i] != x.shape[i]:
+            raise RuntimeError(
+                "diff expects the shape of tensor to prepend or append to match that of input "
+                f"except along the differencing dimension; input.size({i}) = {x.shape[i]}, but "
+                f"got tensor.size({i}) = {o.shape[i]}")
+    return other
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim: out[i] = input[i + 1] - input[i], applied n
+    times, after joining prepend and append to input along dim (booleans: xor)."""
+    from cgrad.ops.comparison import logical_xor
+    x = input._data
+    if x.ndim < 1:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = operator.index(n)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _dim(dim, x.ndim)
+    if isinstance(prepend, TensorBase) or prepend is None:
+        prepend = _diff_other(input, prepend, d)
+    else:
+        from cgrad._checks import type_name
+        raise TypeError(f"diff(): argument 'prepend' must be Tensor, not {type_name(prepend)}")
+    if append is not None and not isinstance(append, TensorBase):
+        from cgrad._checks import type_name
+        raise TypeError(f"diff(): argument 'append' must be Tensor, not {type_name(append)}")
+    append = _diff_other(input, append, d)
+    if n == 0:
+        return _CopyOf.apply(input)
+    if prepend is not None or append is not None:
+        parts = [t for t in (prepend, input, append) if t is not None]
+        input = cat(parts, d)
+    size = input._data.shape[d]
+    n = builtins.min(n, size)
+    out_len = size - 1
+    result = input
+    for _ in range(n):
+        hi, lo = result.narrow(d, 1, out_len), result.narrow(d, 0, out_len)
+        result = logical_xor(hi, lo) if result._data.dtype == np.bool_ else hi - lo
+        out_len -= 1
+    return result
+
+
+# ----------------------------------------------------------------------------------------
 # registration
 # ----------------------------------------------------------------------------------------
 # name -> function(self, ...) installed as a cgrad.Tensor method
 TENSOR_METHODS: dict = {
     "repeat": repeat, "tile": tile, "split": _split_method,
     "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind, "flip": flip,
-    "roll": roll,
+    "roll": roll, "rot90": rot90, "diff": diff,
 }
 # name -> function installed as cgrad.<name> (top-level functional form)
 FUNCTIONS: dict = {
@@ -640,5 +767,6 @@ FUNCTIONS: dict = {
     "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
     "broadcast_tensors": broadcast_tensors, "meshgrid": meshgrid, "block_diag": block_diag,
     "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk, "unbind": unbind,
-    "flip": flip, "roll": roll,
+    "flip": flip, "roll": roll, "cartesian_prod": cartesian_prod, "rot90": rot90,
+    "diff": diff,
 }

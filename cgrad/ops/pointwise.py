@@ -977,8 +977,9 @@ isposinf = _bool_fn(np.isposinf, "isposinf")
 isneginf = _bool_fn(np.isneginf, "isneginf")
 
 
-def _inplace_method(fn, saves_self=True):
-    """Tensor.<op>_: recorded and rebased when autograd needs it (cgrad/ops/inplace.py)."""
+def _inplace_method(fn, saves_self=True, name=None):
+    """Tensor.<op>_: recorded and rebased when autograd needs it (cgrad/ops/inplace.py);
+    `name`: the op's name when it is not fn's."""
     from cgrad.ops import inplace as _inplace
 
     def method(self, *args, **kwargs):
@@ -988,10 +989,13 @@ def _inplace_method(fn, saves_self=True):
         _inplace.check_overlap(self)
         out = fn(self, *args, **kwargs)
         _inplace.check_cast(self, out._data.dtype)
+        if out._data.shape != self._data.shape:
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                               f"broadcast shape {list(out._data.shape)}")
         np.copyto(self._data, out._data, casting="unsafe")
         self._bump_version()
         return self
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = (name or fn.__name__) + "_"
     return method
 
 
