@@ -97,7 +97,9 @@ _TENSOR_FIRST = (
     "roll", "round", "rsqrt", "scatter_add", "select", "selu", "sgn", "sigmoid", "sign", "sin",
     "slogdet", "softmax", "split_with_sizes", "sqrt", "square", "squeeze", "sum", "swapaxes",
     "swapdims", "t", "take", "take_along_dim", "tan", "tanh", "tile", "transpose", "trunc",
-    "unbind", "unflatten", "unsqueeze", "zeros_like")
+    "unbind", "unflatten", "unsqueeze", "zeros_like") + (
+    # sorting and selection, statistics, scans
+    "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -421,6 +421,34 @@ ARGS = {
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
     "mode": "(str) 'constant', 'reflect', 'replicate' or 'circular'.",
+    # sorting, selection, statistics, scans (cgrad/ops/sorting.py, statistics.py, ...)
+    "descending": "(bool, optional) controls the sorting order (ascending or descending).",
+    "stable": "(bool, optional) makes the sort stable: equal elements keep their order.",
+    "k": "(int) the k in 'top-k' (or the k-th smallest element).",
+    "largest": "(bool, optional) return the largest elements (True) or the smallest.",
+    "sorted": "(bool, optional) return the elements in sorted order.",
+    "q": "(float or Tensor) a scalar or 1-D tensor of quantiles in [0, 1].",
+    "interpolation": "(str) how to interpolate between the two nearest data points: "
+                     "'linear', 'lower', 'higher', 'midpoint' or 'nearest'.",
+    "sorted_sequence": "(Tensor) N-D or 1-D tensor, sorted along its innermost dimension.",
+    "boundaries": "(Tensor) 1-D tensor, must contain a strictly increasing sequence.",
+    "out_int32": "(bool, optional) int32 indices instead of int64.",
+    "right": "(bool, optional) the last suitable index instead of the first one (the "
+             "upper bound).",
+    "side": "(str, optional) 'left' (the first suitable index) or 'right' (the last); "
+            "must agree with right when both are given.",
+    "sorter": "(LongTensor, optional) the indices that sort an unsorted sorted_sequence "
+              "along its innermost dimension.",
+    "bins": "(int or Tensor) the number of equal-width bins, or the bin edges (a 1-D "
+            "increasing tensor).",
+    "range": "(tuple of float, optional) the leftmost and rightmost bin edges (default: "
+             "the minimum and maximum of input).",
+    "density": "(bool) normalize the histogram so that it integrates to 1 over the range.",
+    "weights": "(Tensor, optional) a weight for each value of input.",
+    "minlength": "(int) the minimum number of bins.",
+    "return_inverse": "(bool) also return the index in the output of each element of "
+                      "input.",
+    "return_counts": "(bool) also return the number of occurrences of each output element.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -525,6 +553,36 @@ OVERRIDE = {
     ("pow", "input"): "(Tensor or Number) the base.",
     ("one_hot", "num_classes"): "(int) the number of classes (-1: one more than the largest "
                                 "index).",
+    ("sort", "dim"): "(int, optional) the dimension to sort along.",
+    ("argsort", "dim"): "(int, optional) the dimension to sort along.",
+    ("topk", "dim"): "(int, optional) the dimension to sort along.",
+    ("kthvalue", "dim"): "(int, optional) the dimension to find the kth value along.",
+    ("median", "dim"): "(int, optional) the dimension to reduce (None: all of input, and "
+                       "only the value is returned).",
+    ("nanmedian", "dim"): "(int, optional) the dimension to reduce (None: all of input, and "
+                          "only the value is returned).",
+    ("mode", "dim"): "(int, optional) the dimension to reduce.",
+    ("quantile", "dim"): "(int, optional) the dimension to reduce (None: the flattened "
+                         "input).",
+    ("nanquantile", "dim"): "(int, optional) the dimension to reduce (None: the flattened "
+                            "input).",
+    ("cummax", "dim"): "(int) the dimension to do the operation over.",
+    ("cummin", "dim"): "(int) the dimension to do the operation over.",
+    ("logcumsumexp", "dim"): "(int) the dimension to do the operation over.",
+    ("aminmax", "dim"): "(int, optional) the dimension to reduce (None: all of input).",
+    ("unique", "dim"): "(int, optional) the dimension to operate upon (None: the flattened "
+                       "input).",
+    ("unique_consecutive", "dim"): "(int, optional) the dimension to apply unique (None: "
+                                   "the flattened input).",
+    ("unique", "sorted"): "(bool) whether to sort the unique elements in ascending order "
+                          "(they always are, as on torch's CPU).",
+    ("searchsorted", "input"): "(Tensor or Scalar) the value(s) to search for.",
+    ("bucketize", "input"): "(Tensor or Scalar) the value(s) to bucket.",
+    ("histc", "bins"): "(int) the number of histogram bins.",
+    ("histc", "min"): "(Number) the lower end of the range (inclusive).",
+    ("histc", "max"): "(Number) the upper end of the range (inclusive); min == max: the "
+                      "range of the data.",
+    ("histogram", "weight"): "(Tensor, optional) a weight for each element of input.",
 }
 RETURNS = {
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",
@@ -536,6 +594,14 @@ RETURNS = {
     "meshgrid": "tuple of Tensors", "nonzero": "LongTensor or tuple of LongTensors",
     "atleast_1d": "Tensor or tuple of Tensors", "atleast_2d": "Tensor or tuple of Tensors",
     "atleast_3d": "Tensor or tuple of Tensors", "type": "str or Tensor",
+    "sort": "(Tensor, LongTensor)", "argsort": "LongTensor", "topk": "(Tensor, LongTensor)",
+    "kthvalue": "(Tensor, LongTensor)", "median": "Tensor or (Tensor, LongTensor)",
+    "nanmedian": "Tensor or (Tensor, LongTensor)", "mode": "(Tensor, LongTensor)",
+    "var_mean": "(Tensor, Tensor)", "std_mean": "(Tensor, Tensor)",
+    "aminmax": "(Tensor, Tensor)", "cummax": "(Tensor, LongTensor)",
+    "cummin": "(Tensor, LongTensor)", "histogram": "(Tensor, Tensor)",
+    "searchsorted": "LongTensor", "bucketize": "LongTensor",
+    "unique": "Tensor or tuple of Tensors", "unique_consecutive": "Tensor or tuple of Tensors",
 }
 
 

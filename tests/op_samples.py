@@ -168,6 +168,19 @@ add("norm", S(tag="fro"), S(lambda m, x: (x, 2, 1), tag="p2dim"),
     S(lambda m, x: (x, 1), tag="p1"))
 add("logsumexp softmax log_softmax cumsum cumprod", S(lambda m, x: (x, 1)))
 
+# -- sorting and selection (X has no ties) ----------------------------------------------------
+add("sort", S(lambda m, x: (x, 1), tag="dim"),
+    S(lambda m, x: (x,), lambda m, x: {"descending": True, "stable": True}, tag="stable"))
+add("argsort", S(lambda m, x: (x, 1)))
+add("msort", S())
+add("topk", S(lambda m, x: (x, 2, 1)),
+    S(lambda m, x: (x, 2), lambda m, x: {"largest": False}, tag="smallest"))
+add("kthvalue", S(lambda m, x: (x, 2, 1)))
+add("median nanmedian", S(tag="all"), S(lambda m, x: (x, 1), tag="dim"))
+add("mode", S(lambda m, x: (x, 1)))
+add("quantile nanquantile", S(lambda m, x: (x, 0.3), tag="scalar"),
+    S(lambda m, x: (x, c(m, [0.25, 0.5]), 1), tag="tensor"))
+
 # -- shape --------------------------------------------------------------------------------------
 add("reshape", S(lambda m, x: (x, (4, 3))))
 add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))

@@ -27,6 +27,7 @@ linalg             matmul and the products (mm, bmm, mv, dot, outer)
 einsum             einsum
 decompositions     inv, det, slogdet, solve, cholesky, qr, eigh, svd
 norms              torch.norm, linalg.vector_norm / matrix_norm / norm
+sorting            sort/argsort/msort, topk, kthvalue, median/nanmedian, mode, quantile
 inplace            in-place ops and assignment (a[idx] = v), rebasing history (the Tensor
                    methods that use it are installed by cgrad/tensor.py)
 =================  ==========================================================================
@@ -39,10 +40,11 @@ from cgrad.ops.reductions import Mean, MeanDim, Sum, SumDim, SumTo
 from cgrad.ops.shape import Clone, Expand, Reshape, T, Transpose, Unsqueeze, View
 from cgrad.ops.indexing import Index, IndexBackward
 from cgrad.ops import (arithmetic, pointwise, comparison, reductions, indexing, shape,  # noqa: E402
-                       joining, gather_scatter, linalg, einsum, decompositions, norms)
+                       joining, gather_scatter, linalg, einsum, decompositions, norms,
+                       sorting)
 
 OP_MODULES = (arithmetic, pointwise, comparison, reductions, indexing, shape, joining,
-              gather_scatter, linalg, einsum, decompositions, norms)
+              gather_scatter, linalg, einsum, decompositions, norms, sorting)
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Neg", "Pow", "RPow", "Exp", "Log", "ToCopy", "Mm",
            "Mv", "Dot", "MatMul", "T", "Sum", "Mean", "SumTo", "Reshape", "View", "Expand",
