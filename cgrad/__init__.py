@@ -99,7 +99,8 @@ _TENSOR_FIRST = (
     "swapdims", "t", "take", "take_along_dim", "tan", "tanh", "tile", "transpose", "trunc",
     "unbind", "unflatten", "unsqueeze", "zeros_like") + (
     # sorting and selection, statistics, scans
-    "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk")
+    "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk",
+    "cummax", "cummin", "logcumsumexp")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -181,6 +181,9 @@ add("mode", S(lambda m, x: (x, 1)))
 add("quantile nanquantile", S(lambda m, x: (x, 0.3), tag="scalar"),
     S(lambda m, x: (x, c(m, [0.25, 0.5]), 1), tag="tensor"))
 
+# -- scans --------------------------------------------------------------------------------------
+add("cummax cummin logcumsumexp", S(lambda m, x: (x, 1)))
+
 # -- shape --------------------------------------------------------------------------------------
 add("reshape", S(lambda m, x: (x, (4, 3))))
 add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))

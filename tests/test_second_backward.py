@@ -362,6 +362,7 @@ EXPECTED["raise"] |= set("""
     nanquantile/tensor:fn nanquantile/tensor:method quantile/scalar:fn quantile/scalar:method
     quantile/tensor:fn quantile/tensor:method sort/dim:fn sort/dim:method sort/stable:fn
     sort/stable:method topk:fn topk:method topk/smallest:fn topk/smallest:method
+    cummax:fn cummax:method cummin:fn cummin:method logcumsumexp:fn logcumsumexp:method
     """.split())
 EXPECTED["nograd"] |= set("""
     argsort:fn argsort:method
