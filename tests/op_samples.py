@@ -184,6 +184,16 @@ add("quantile nanquantile", S(lambda m, x: (x, 0.3), tag="scalar"),
 # -- scans --------------------------------------------------------------------------------------
 add("cummax cummin logcumsumexp", S(lambda m, x: (x, 1)))
 
+# -- statistics and counts --------------------------------------------------------------------
+add("var_mean std_mean", S(tag="all"), S(lambda m, x: (x, 1), tag="dim"))
+add("aminmax", S(tag="all"), S(lambda m, x: (x,), lambda m, x: {"dim": 1}, tag="dim"))
+add("histc", S(lambda m, x: (x, 4)))
+add("histogram", S(lambda m, x: (x, 3), tag="bins"),
+    S(lambda m, x: (x, c(m, [-2.0, 0.0, 0.5, 2.0])), lambda m, x: {"weight": c(m, POS)},
+      tag="edges"))
+add("bincount", S(lambda m, x: (i(m, [0, 2, 2, 1]),), tag="counts"),
+    S(lambda m, x: (i(m, [0, 2, 2, 1]), x[0]), tag="weights"))
+
 # -- shape --------------------------------------------------------------------------------------
 add("reshape", S(lambda m, x: (x, (4, 3))))
 add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))

@@ -363,9 +363,15 @@ EXPECTED["raise"] |= set("""
     quantile/tensor:fn quantile/tensor:method sort/dim:fn sort/dim:method sort/stable:fn
     sort/stable:method topk:fn topk:method topk/smallest:fn topk/smallest:method
     cummax:fn cummax:method cummin:fn cummin:method logcumsumexp:fn logcumsumexp:method
+    aminmax/all:fn aminmax/all:method aminmax/dim:fn aminmax/dim:method std_mean/all:fn
+    std_mean/dim:fn var_mean/all:fn var_mean/dim:fn
     """.split())
 EXPECTED["nograd"] |= set("""
-    argsort:fn argsort:method
+    argsort:fn argsort:method bincount/counts:fn bincount/counts:method histc:fn histc:method
+    """.split())
+EXPECTED["error1"] |= set("""
+    bincount/weights:fn bincount/weights:method histogram/bins:fn histogram/bins:method
+    histogram/edges:fn histogram/edges:method
     """.split())
 
 
