@@ -100,7 +100,8 @@ _TENSOR_FIRST = (
     "unbind", "unflatten", "unsqueeze", "zeros_like") + (
     # sorting and selection, statistics, scans
     "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk",
-    "cummax", "cummin", "logcumsumexp", "aminmax", "bincount", "histc", "histogram")
+    "cummax", "cummin", "logcumsumexp", "aminmax", "bincount", "histc", "histogram",
+    "unique", "unique_consecutive")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -35,8 +35,9 @@ ALIASES_METHOD = {"x2": "other", "axis": "dim", "keepdims": "keepdim"}
 # Ops that torch implements in Python, which take no NumPy-style keywords.
 PYTHON_IN_TORCH = {
     "function": {"atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
-                 "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split"},
-    "method": {"norm", "split", "unflatten"},
+                 "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split"}
+    | {"unique", "unique_consecutive"},
+    "method": {"norm", "split", "unflatten"} | {"unique", "unique_consecutive"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
 C_IN_TORCH_NN = {"bilinear", "gelu", "linear", "one_hot", "relu_", "softplus"}

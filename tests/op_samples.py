@@ -194,6 +194,18 @@ add("histogram", S(lambda m, x: (x, 3), tag="bins"),
 add("bincount", S(lambda m, x: (i(m, [0, 2, 2, 1]),), tag="counts"),
     S(lambda m, x: (i(m, [0, 2, 2, 1]), x[0]), tag="weights"))
 
+# -- searching and deduplication -----------------------------------------------------------
+add("searchsorted", S(lambda m, x: (c(m, [-1.0, 0.0, 1.0]), x)),
+    S(lambda m, x: (c(m, [1.0, -1.0, 0.0]), x), lambda m, x: {"side": "right",
+                                                             "sorter": i(m, [1, 2, 0])},
+      tag="sorter"))
+add("bucketize", S(lambda m, x: (x, c(m, [-1.0, 0.0, 1.0]))))
+add("unique", S(), S(lambda m, x: (x,), lambda m, x: {"return_inverse": True,
+                                                      "return_counts": True, "dim": 0},
+                     tag="dim"))
+add("unique_consecutive", S(), S(lambda m, x: (x,), lambda m, x: {"return_counts": True,
+                                                                  "dim": 1}, tag="dim"))
+
 # -- shape --------------------------------------------------------------------------------------
 add("reshape", S(lambda m, x: (x, (4, 3))))
 add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))

@@ -368,10 +368,13 @@ EXPECTED["raise"] |= set("""
     """.split())
 EXPECTED["nograd"] |= set("""
     argsort:fn argsort:method bincount/counts:fn bincount/counts:method histc:fn histc:method
+    bucketize:fn searchsorted:fn searchsorted/sorter:fn
     """.split())
 EXPECTED["error1"] |= set("""
     bincount/weights:fn bincount/weights:method histogram/bins:fn histogram/bins:method
-    histogram/edges:fn histogram/edges:method
+    histogram/edges:fn histogram/edges:method unique:fn unique:method unique/dim:fn
+    unique/dim:method unique_consecutive:fn unique_consecutive:method unique_consecutive/dim:fn
+    unique_consecutive/dim:method
     """.split())
 
 

@@ -30,6 +30,7 @@ norms              torch.norm, linalg.vector_norm / matrix_norm / norm
 sorting            sort/argsort/msort, topk, kthvalue, median/nanmedian, mode, quantile
 scans              cummax/cummin (values and indices), logcumsumexp
 statistics         var_mean/std_mean, aminmax, histc, histogram, bincount
+searching          searchsorted, bucketize, unique, unique_consecutive
 inplace            in-place ops and assignment (a[idx] = v), rebasing history (the Tensor
                    methods that use it are installed by cgrad/tensor.py)
 =================  ==========================================================================
@@ -43,11 +44,11 @@ from cgrad.ops.shape import Clone, Expand, Reshape, T, Transpose, Unsqueeze, Vie
 from cgrad.ops.indexing import Index, IndexBackward
 from cgrad.ops import (arithmetic, pointwise, comparison, reductions, indexing, shape,  # noqa: E402
                        joining, gather_scatter, linalg, einsum, decompositions, norms,
-                       sorting, scans, statistics)
+                       sorting, scans, statistics, searching)
 
 OP_MODULES = (arithmetic, pointwise, comparison, reductions, indexing, shape, joining,
               gather_scatter, linalg, einsum, decompositions, norms, sorting, scans,
-              statistics)
+              statistics, searching)
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Neg", "Pow", "RPow", "Exp", "Log", "ToCopy", "Mm",
            "Mv", "Dot", "MatMul", "T", "Sum", "Mean", "SumTo", "Reshape", "View", "Expand",

@@ -13,6 +13,9 @@ CPU algorithm, not on a documented rule:
 * ``kthvalue``: torch's own quickselect (``quick_select_template``, median-of-three pivot).
 * ``mode``: ``std::sort`` of the pairs with ``<`` (NaN not ordered), then the last element of
   the first longest run of equal values.
+* ``unique(dim=...)``: ``std::sort`` of the slices' indices, compared lexicographically with
+  ``<`` and ``>`` (a NaN compares as equal there, so the next element decides). Without NaNs
+  the order of distinct slices is the lexicographic one, whichever algorithm.
 * ``sort(stable=True)``, ``median``/``nanmedian`` (an ``nth_element`` that also compares
   indices) are stable: equal elements keep their order.
 
@@ -309,6 +312,22 @@ def kth_index(values, k):
         if j >= k:
             hi = j - 1
     return idx[k]
+
+
+def _lex_less(x, y):
+    for a, b in zip(x[0], y[0]):
+        if a < b:
+            return True
+        if a > b:
+            return False
+    return False
+
+
+def unique_dim_order(rows):
+    """torch's order of the slices (rows: a list of lists) in unique(dim=...)."""
+    el = [(tuple(r), i) for i, r in enumerate(rows)]
+    std_sort(el, 0, len(el), _lex_less)
+    return [i for _, i in el]
 
 
 def mode_of(values):
