@@ -232,3 +232,40 @@ def test_errors(name, fn, exc, msg):
 def test_errors_agree_with_torch(name, fn, exc, msg, torch):
     with pytest.raises(exc, match=msg):
         fn(torch)
+
+
+# ----------------------------------------------------------------------------------------
+# the existing ops issue 17 asked to check (nonzero, where(cond), argwhere, count_nonzero,
+# max/min with dim): results and return types as torch's
+# ----------------------------------------------------------------------------------------
+A = np.array([[0.0, 1.0, 2.0], [3.0, 0.0, np.nan]])
+EXISTING = [
+    ("nonzero", lambda m: m.tensor(A).nonzero()),
+    ("nonzero_as_tuple", lambda m: m.tensor(A).nonzero(as_tuple=True)),
+    ("nonzero_fn_as_tuple", lambda m: m.nonzero(m.tensor(A), as_tuple=True)),
+    ("nonzero_0d", lambda m: m.tensor(5.0).nonzero()),
+    ("nonzero_0d_zero_as_tuple", lambda m: m.tensor(0.0).nonzero(as_tuple=True)),
+    ("nonzero_empty", lambda m: m.zeros(0, 3).nonzero(as_tuple=True)),
+    ("argwhere", lambda m: m.argwhere(m.tensor(A))),
+    ("argwhere_0d", lambda m: m.tensor(3.0).argwhere()),
+    ("where_condition_only", lambda m: m.where(m.tensor(A) > 0)),
+    ("where_condition_only_0d", lambda m: m.where(m.tensor(True))),
+    ("count_nonzero", lambda m: m.count_nonzero(m.tensor(A))),
+    ("count_nonzero_dims", lambda m: m.tensor(A).count_nonzero(dim=(0, 1))),
+    ("count_nonzero_neg", lambda m: m.tensor(A).count_nonzero(-1)),
+    ("max_dim", lambda m: m.tensor(A[:, :2]).max(1)),
+    ("min_dim_keepdim", lambda m: m.min(m.tensor(A[:, :2]), dim=0, keepdim=True)),
+    ("max_dim_int_ties", lambda m: m.tensor([[1, 5, 5], [2, 2, 0]]).max(1)),
+]
+
+
+@pytest.mark.parametrize("name,fn", EXISTING, ids=[e[0] for e in EXISTING])
+def test_existing_ops_match_torch(name, fn, torch):
+    rc, rt = fn(cgrad), fn(torch)
+    assert type(rc).__name__ == type(rt).__name__
+    if name.startswith(("max", "min")):
+        assert type(rc).__module__ == "cgrad.return_types"
+        assert rc.values is rc[0] and rc.indices is rc[1]
+    for p, q in zip(_as_tuple(rc), _as_tuple(rt)):
+        assert tuple(p.shape) == tuple(q.shape) and str(p.dtype) == str(q.dtype)[6:]
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
