@@ -79,6 +79,14 @@ FUNCTION_RETURNS = {
     "split_with_sizes": "tuple[Tensor, ...]", "typename": "builtins.str",
     "unbind": "tuple[Tensor, ...]", "where": "Any",
 }
+# Sorting and selection, statistics and scans: named tuples (cgrad.return_types.*, Any like
+# max's), plain tuples, or a tensor or a tuple (unique).
+_SEVERAL = {"sort": "Any", "topk": "Any", "kthvalue": "Any", "median": "Any",
+            "nanmedian": "Any", "mode": "Any", "aminmax": "Any", "cummax": "Any",
+            "cummin": "Any", "histogram": "Any", "unique": "Any", "unique_consecutive": "Any",
+            "var_mean": "tuple[Tensor, Tensor]", "std_mean": "tuple[Tensor, Tensor]"}
+TENSOR_RETURNS.update(_SEVERAL)
+FUNCTION_RETURNS.update(_SEVERAL)
 # Return types of special methods in every class.
 DUNDER_RETURNS = {"__init__": "None", "__setattr__": "None", "__delattr__": "None",
                   "__setstate__": "None", "__repr__": "builtins.str", "__str__": "builtins.str",

@@ -296,14 +296,18 @@ cdef object _apply(_FnInfo info, tuple args):
         _settle_node(ctx)                   # Note [Untracked graphs]
         _settle_outputs(ctx, result, multi)
         if ctx._x is not None and ctx._x.dirty is not None:
-            _rebase_dirty_views(ctx)
+            _rebase_dirty_views(ctx, args)
     return result
 
 
-cdef void _rebase_dirty_views(Node ctx) except *:
+cdef void _rebase_dirty_views(Node ctx, tuple args) except *:
     """An input a custom Function marked dirty that is a view: its base is rebased onto the
-    Function's output (CopySlices), as an in-place op on a view (Note [In-place on a view])."""
+    Function's output (CopySlices), as an in-place op on a view (Note [In-place on a view]).
+    The Function's edge for that input then leads to a gather from the base's old history,
+    not to the view's old node: as torch's CopySlices, which takes the base's edge in place
+    of the view's, so the view's old node (and the hooks on it) is off the path."""
     cdef TensorBase t
+    cdef Py_ssize_t k
     for d in ctx._x.dirty:
         if not isinstance(d, TensorBase):
             continue
@@ -312,7 +316,15 @@ cdef void _rebase_dirty_views(Node ctx) except *:
             continue
         t._view_ver = t._vc.version         # its history (ctx) is current, not stale
         if _dirty_view_fn is not None:
-            _dirty_view_fn(t)
+            src = _dirty_view_fn(t)
+            if src is None:
+                continue
+            k = 0
+            for a in args:
+                if isinstance(a, TensorBase):
+                    if a is t:
+                        _set_edge(ctx, k, <TensorBase?>src)
+                    k += 1
 
 
 # --------------------------------------------------------------------------------------

@@ -103,7 +103,11 @@ _TENSOR_FIRST = (
     "asin", "asinh", "atan", "atan2", "atanh", "cosh", "deg2rad", "erf", "erfc", "erfinv",
     "frac", "heaviside", "hypot", "logaddexp", "logaddexp2", "logit", "rad2deg", "sinc", "sinh",
     # issue 17 (ops set A): triangular.py, products.py, rot90, diff
-    "cross", "diag", "diag_embed", "diagonal", "diff", "rot90", "trace", "tril", "triu")
+    "cross", "diag", "diag_embed", "diagonal", "diff", "rot90", "trace", "tril", "triu",
+    # sorting and selection, statistics, scans
+    "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk",
+    "cummax", "cummin", "logcumsumexp", "aminmax", "bincount", "histc", "histogram",
+    "unique", "unique_consecutive")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

@@ -36,8 +36,8 @@ ALIASES_METHOD = {"x2": "other", "axis": "dim", "keepdims": "keepdim"}
 PYTHON_IN_TORCH = {
     "function": {"atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
                  "einsum", "elu", "leaky_relu", "meshgrid", "norm", "silu", "split",
-                 "cartesian_prod", "cdist"},
-    "method": {"norm", "split", "unflatten"},
+                 "cartesian_prod", "cdist"} | {"unique", "unique_consecutive"},
+    "method": {"norm", "split", "unflatten"} | {"unique", "unique_consecutive"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
 C_IN_TORCH_NN = {"bilinear", "gelu", "linear", "one_hot", "relu_", "softplus"}
@@ -460,12 +460,39 @@ ARGS = {
     "compute_mode": "(str) 'use_mm_for_euclid_dist_if_necessary' (a matrix product for p = 2 "
                     "when P > 25 or R > 25), 'use_mm_for_euclid_dist' (always for p = 2) or "
                     "'donot_use_mm_for_euclid_dist' (never).",
-    "k": "(int) the number of times to rotate.",
     "n": "(int) the number of times to recursively compute the difference.",
     "prepend": "(Tensor, optional) values to prepend to input along dim before computing "
                "the difference.",
     "append": "(Tensor, optional) values to append to input along dim before computing the "
               "difference.",
+    # sorting, selection, statistics, scans (cgrad/ops/sorting.py, statistics.py, ...)
+    "descending": "(bool, optional) controls the sorting order (ascending or descending).",
+    "stable": "(bool, optional) makes the sort stable: equal elements keep their order.",
+    "k": "(int) the k in 'top-k' (or the k-th smallest element).",
+    "largest": "(bool, optional) return the largest elements (True) or the smallest.",
+    "sorted": "(bool, optional) return the elements in sorted order.",
+    "q": "(float or Tensor) a scalar or 1-D tensor of quantiles in [0, 1].",
+    "interpolation": "(str) how to interpolate between the two nearest data points: "
+                     "'linear', 'lower', 'higher', 'midpoint' or 'nearest'.",
+    "sorted_sequence": "(Tensor) N-D or 1-D tensor, sorted along its innermost dimension.",
+    "boundaries": "(Tensor) 1-D tensor, must contain a strictly increasing sequence.",
+    "out_int32": "(bool, optional) int32 indices instead of int64.",
+    "right": "(bool, optional) the last suitable index instead of the first one (the "
+             "upper bound).",
+    "side": "(str, optional) 'left' (the first suitable index) or 'right' (the last); "
+            "must agree with right when both are given.",
+    "sorter": "(LongTensor, optional) the indices that sort an unsorted sorted_sequence "
+              "along its innermost dimension.",
+    "bins": "(int or Tensor) the number of equal-width bins, or the bin edges (a 1-D "
+            "increasing tensor).",
+    "range": "(tuple of float, optional) the leftmost and rightmost bin edges (default: "
+             "the minimum and maximum of input).",
+    "density": "(bool) normalize the histogram so that it integrates to 1 over the range.",
+    "weights": "(Tensor, optional) a weight for each value of input.",
+    "minlength": "(int) the minimum number of bins.",
+    "return_inverse": "(bool) also return the index in the output of each element of "
+                      "input.",
+    "return_counts": "(bool) also return the number of occurrences of each output element.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -570,6 +597,7 @@ OVERRIDE = {
     ("pow", "input"): "(Tensor or Number) the base.",
     ("one_hot", "num_classes"): "(int) the number of classes (-1: one more than the largest "
                                 "index).",
+    ("rot90", "k"): "(int) the number of times to rotate.",
     # cgrad/ops/special.py
     ("lerp", "weight"): "(float or Tensor) the weight for the interpolation formula.",
     ("lerp_", "weight"): "(float or Tensor) the weight for the interpolation formula.",
@@ -609,6 +637,36 @@ OVERRIDE = {
     ("diff", "dim"): "(int) the dimension along which to compute the difference (default "
                      "-1).",
     ("cartesian_prod", "tensors"): "(Tensor) any number of 1-D tensors.",
+    ("sort", "dim"): "(int, optional) the dimension to sort along.",
+    ("argsort", "dim"): "(int, optional) the dimension to sort along.",
+    ("topk", "dim"): "(int, optional) the dimension to sort along.",
+    ("kthvalue", "dim"): "(int, optional) the dimension to find the kth value along.",
+    ("median", "dim"): "(int, optional) the dimension to reduce (None: all of input, and "
+                       "only the value is returned).",
+    ("nanmedian", "dim"): "(int, optional) the dimension to reduce (None: all of input, and "
+                          "only the value is returned).",
+    ("mode", "dim"): "(int, optional) the dimension to reduce.",
+    ("quantile", "dim"): "(int, optional) the dimension to reduce (None: the flattened "
+                         "input).",
+    ("nanquantile", "dim"): "(int, optional) the dimension to reduce (None: the flattened "
+                            "input).",
+    ("cummax", "dim"): "(int) the dimension to do the operation over.",
+    ("cummin", "dim"): "(int) the dimension to do the operation over.",
+    ("logcumsumexp", "dim"): "(int) the dimension to do the operation over.",
+    ("aminmax", "dim"): "(int, optional) the dimension to reduce (None: all of input).",
+    ("unique", "dim"): "(int, optional) the dimension to operate upon (None: the flattened "
+                       "input).",
+    ("unique_consecutive", "dim"): "(int, optional) the dimension to apply unique (None: "
+                                   "the flattened input).",
+    ("unique", "sorted"): "(bool) whether to sort the unique elements in ascending order "
+                          "(they always are, as on torch's CPU).",
+    ("searchsorted", "input"): "(Tensor or Scalar) the value(s) to search for.",
+    ("bucketize", "input"): "(Tensor or Scalar) the value(s) to bucket.",
+    ("histc", "bins"): "(int) the number of histogram bins.",
+    ("histc", "min"): "(Number) the lower end of the range (inclusive).",
+    ("histc", "max"): "(Number) the upper end of the range (inclusive); min == max: the "
+                      "range of the data.",
+    ("histogram", "weight"): "(Tensor, optional) a weight for each element of input.",
 }
 RETURNS = {
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",
@@ -620,6 +678,14 @@ RETURNS = {
     "meshgrid": "tuple of Tensors", "nonzero": "LongTensor or tuple of LongTensors",
     "atleast_1d": "Tensor or tuple of Tensors", "atleast_2d": "Tensor or tuple of Tensors",
     "atleast_3d": "Tensor or tuple of Tensors", "type": "str or Tensor",
+    "sort": "(Tensor, LongTensor)", "argsort": "LongTensor", "topk": "(Tensor, LongTensor)",
+    "kthvalue": "(Tensor, LongTensor)", "median": "Tensor or (Tensor, LongTensor)",
+    "nanmedian": "Tensor or (Tensor, LongTensor)", "mode": "(Tensor, LongTensor)",
+    "var_mean": "(Tensor, Tensor)", "std_mean": "(Tensor, Tensor)",
+    "aminmax": "(Tensor, Tensor)", "cummax": "(Tensor, LongTensor)",
+    "cummin": "(Tensor, LongTensor)", "histogram": "(Tensor, Tensor)",
+    "searchsorted": "LongTensor", "bucketize": "LongTensor",
+    "unique": "Tensor or tuple of Tensors", "unique_consecutive": "Tensor or tuple of Tensors",
 }
 
 

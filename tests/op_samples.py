@@ -168,6 +168,44 @@ add("norm", S(tag="fro"), S(lambda m, x: (x, 2, 1), tag="p2dim"),
     S(lambda m, x: (x, 1), tag="p1"))
 add("logsumexp softmax log_softmax cumsum cumprod", S(lambda m, x: (x, 1)))
 
+# -- sorting and selection (X has no ties) ----------------------------------------------------
+add("sort", S(lambda m, x: (x, 1), tag="dim"),
+    S(lambda m, x: (x,), lambda m, x: {"descending": True, "stable": True}, tag="stable"))
+add("argsort", S(lambda m, x: (x, 1)))
+add("msort", S())
+add("topk", S(lambda m, x: (x, 2, 1)),
+    S(lambda m, x: (x, 2), lambda m, x: {"largest": False}, tag="smallest"))
+add("kthvalue", S(lambda m, x: (x, 2, 1)))
+add("median nanmedian", S(tag="all"), S(lambda m, x: (x, 1), tag="dim"))
+add("mode", S(lambda m, x: (x, 1)))
+add("quantile nanquantile", S(lambda m, x: (x, 0.3), tag="scalar"),
+    S(lambda m, x: (x, c(m, [0.25, 0.5]), 1), tag="tensor"))
+
+# -- scans --------------------------------------------------------------------------------------
+add("cummax cummin logcumsumexp", S(lambda m, x: (x, 1)))
+
+# -- statistics and counts --------------------------------------------------------------------
+add("var_mean std_mean", S(tag="all"), S(lambda m, x: (x, 1), tag="dim"))
+add("aminmax", S(tag="all"), S(lambda m, x: (x,), lambda m, x: {"dim": 1}, tag="dim"))
+add("histc", S(lambda m, x: (x, 4)))
+add("histogram", S(lambda m, x: (x, 3), tag="bins"),
+    S(lambda m, x: (x, c(m, [-2.0, 0.0, 0.5, 2.0])), lambda m, x: {"weight": c(m, POS)},
+      tag="edges"))
+add("bincount", S(lambda m, x: (i(m, [0, 2, 2, 1]),), tag="counts"),
+    S(lambda m, x: (i(m, [0, 2, 2, 1]), x[0]), tag="weights"))
+
+# -- searching and deduplication -----------------------------------------------------------
+add("searchsorted", S(lambda m, x: (c(m, [-1.0, 0.0, 1.0]), x)),
+    S(lambda m, x: (c(m, [1.0, -1.0, 0.0]), x), lambda m, x: {"side": "right",
+                                                             "sorter": i(m, [1, 2, 0])},
+      tag="sorter"))
+add("bucketize", S(lambda m, x: (x, c(m, [-1.0, 0.0, 1.0]))))
+add("unique", S(), S(lambda m, x: (x,), lambda m, x: {"return_inverse": True,
+                                                      "return_counts": True, "dim": 0},
+                     tag="dim"))
+add("unique_consecutive", S(), S(lambda m, x: (x,), lambda m, x: {"return_counts": True,
+                                                                  "dim": 1}, tag="dim"))
+
 # -- shape --------------------------------------------------------------------------------------
 add("reshape", S(lambda m, x: (x, (4, 3))))
 add("view", S(lambda m, x: (x, 4, 3), forms={"method"}))

@@ -33,6 +33,10 @@ special            elementwise math beyond pointwise: inverse trigonometric and 
                    logaddexp, xlogy, copysign, heaviside, float_power, lerp
 triangular         tril/triu, tril_indices/triu_indices, diagonal, diag, diag_embed, trace
 products           addmm/addmv/addr/baddbmm/addbmm, addcmul/addcdiv, cross, cdist
+sorting            sort/argsort/msort, topk, kthvalue, median/nanmedian, mode, quantile
+scans              cummax/cummin (values and indices), logcumsumexp
+statistics         var_mean/std_mean, aminmax, histc, histogram, bincount
+searching          searchsorted, bucketize, unique, unique_consecutive
 inplace            in-place ops and assignment (a[idx] = v), rebasing history (the Tensor
                    methods that use it are installed by cgrad/tensor.py)
 =================  ==========================================================================
@@ -46,11 +50,12 @@ from cgrad.ops.shape import Clone, Expand, Reshape, T, Transpose, Unsqueeze, Vie
 from cgrad.ops.indexing import Index, IndexBackward
 from cgrad.ops import (arithmetic, pointwise, comparison, reductions, indexing, shape,  # noqa: E402
                        joining, gather_scatter, linalg, einsum, decompositions, norms,
-                       special, triangular, products)
+                       special, triangular, products, sorting, scans, statistics,
+                       searching)
 
 OP_MODULES = (arithmetic, pointwise, comparison, reductions, indexing, shape, joining,
               gather_scatter, linalg, einsum, decompositions, norms, special, triangular,
-              products)
+              products, sorting, scans, statistics, searching)
 
 __all__ = ["Add", "Sub", "Mul", "Div", "Neg", "Pow", "RPow", "Exp", "Log", "ToCopy", "Mm",
            "Mv", "Dot", "MatMul", "T", "Sum", "Mean", "SumTo", "Reshape", "View", "Expand",

@@ -268,7 +268,11 @@ _C._register_view_regen(_regenerate_view)
 def _rebase_dirty_view(view):
     """A custom Function marked a view dirty (its forward modified it in place): the
     Function's output, whose node is now view.grad_fn, holds the view's new values; the base
-    gets a CopySlices node with them and the view is regenerated from it, as torch."""
+    gets a CopySlices node with them and the view is regenerated from it, as torch. Returns
+    the view's values gathered from the base's old history (or None when the base has
+    none): the engine points the Function's edge for the view there (_rebase_dirty_views
+    in _C_function.pxi), so that, as with a built-in in-place op, the view's old node is
+    off the path."""
     base = view._base
     if base.requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -282,13 +286,17 @@ def _rebase_dirty_view(view):
     out = _wrap(vd)
     out._set_grad_fn(view.grad_fn, view.output_nr)
     balias = _wrap(bd)
+    src = None
     if base.grad_fn is not None or base.requires_grad:
         balias._set_grad_fn(base.grad_fn, base.output_nr)
+        if balias.grad_fn is not None:
+            src = AsStridedView.apply(balias, idx)
     newb = CopySlicesFlat.apply(balias, idx, out)
     base._set_grad_fn(newb.grad_fn, newb.output_nr)
     regen = AsStridedView.apply(base, idx)
     view._set_grad_fn(regen.grad_fn, 0)
     view._sync_view_version()
+    return src
 
 
 _C._register_dirty_view(_rebase_dirty_view)
