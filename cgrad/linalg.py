@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from cgrad.ops.linalg import matmul
 from cgrad.ops.decompositions import LinAlgError, cholesky, det, eigh, inv, qr, slogdet, solve
-from cgrad.ops.norms import matrix_norm, norm, vector_norm
+from cgrad.ops.norms import linalg_norm as norm
+from cgrad.ops.norms import matrix_norm, vector_norm
 from cgrad.ops.decompositions import svd, svdvals
 from cgrad.ops.linalg import vecdot
 

@@ -106,7 +106,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     'nuc' is the nuclear norm."""
     if isinstance(p, str) and (p != "fro" or not (
             dim is None or isinstance(dim, int) or len(dim) <= 2)):
-        from cgrad.ops.norms import matrix_norm
         dims = (list(range(input._data.ndim)) if dim is None else
                 [dim] if isinstance(dim, int) else list(dim))
         return matrix_norm(input, p, dims, keepdim, dtype=dtype)
@@ -148,7 +147,6 @@ def _check_norm_dtype(dtype, arr, fn):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """linalg.vector_norm: the ord-norm of x over dim (all dims when None or ())."""
-    from cgrad.ops.norms import VectorNorm
     from cgrad.ops.reductions import _dims
     if isinstance(ord, (str, type(None), bool)) or not isinstance(ord, (int, float, np.number)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
