@@ -94,10 +94,14 @@ def silu(input, inplace=False):
 
 
 def sigmoid(input):
+    # torch's F.sigmoid is Python (no C check of its argument: not in F._TENSOR_FIRST); the
+    # op table's sigmoid would fail on a non-Tensor's missing attribute
+    _checks.check_tensor(input, "sigmoid")
     return _op("sigmoid")(input)
 
 
 def tanh(input):
+    _checks.check_tensor(input, "tanh")      # as sigmoid
     return _op("tanh")(input)
 
 
