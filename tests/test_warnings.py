@@ -327,6 +327,23 @@ def legacy_qr():
     cgrad.eye(2).qr()  # warns
 
 
+@case(r"To copy construct from a tensor, it is recommended to use sourceTensor\.detach\(\)")
+def new_tensor_from_a_tensor():
+    x = cgrad.ones(2)
+    x.new_tensor(x)  # warns
+
+
+@case(r"cgrad\.sparse\.SparseTensor\(indices, values, shape, \*, device=\) is deprecated")
+def legacy_sparse_constructor():
+    i = cgrad.tensor([[0, 1], [1, 0]])
+    cgrad.sparse.FloatTensor(i, cgrad.tensor([1.0, 2.0]), (2, 2))  # warns
+
+
+@case(r"volatile was removed and now has no effect\. Use `with cgrad\.no_grad\(\):` instead")
+def variable_volatile():
+    cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""
