@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import re
 
 __all__ = ["device", "layout", "memory_format", "strided", "sparse_coo", "contiguous_format",
            "preserve_format", "channels_last", "channels_last_3d"]
@@ -58,17 +59,22 @@ def _invalid_combination(got):
                      "= -1)\n")
 
 
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::(0|[1-9][0-9]*))?")
+
+
 def _parse_string(s):
-    """(type, index) of 'cpu', 'cuda:1', ...; torch's errors for anything else."""
-    kind, sep, index = s.partition(":")
+    """(type, index) of 'cpu', 'cuda:1', ...: torch's grammar ([a-zA-Z_]+ then, optionally,
+    ':' and an index without leading zeros) and its errors."""
+    if not s:
+        raise RuntimeError("Device string must not be empty")
+    m = _DEVICE_STRING.fullmatch(s)
+    if m is None or not s.isascii():
+        raise RuntimeError(f"Invalid device string: '{s}'")
+    kind, index = m.group(1), m.group(2)
     if kind not in _TYPE_ID or kind == "metal":
         raise RuntimeError(f"Expected one of {', '.join(_LISTED)} device type at start of "
-                           f"device string: {s}")
-    if not sep:
-        return kind, None
-    if not index.isdigit() or not index.isascii() or (len(index) > 1 and index[0] == "0"):
-        raise RuntimeError(f"Invalid device string: '{s}'")
-    return kind, builtins.int(index)
+                           f"device string: {kind}")
+    return kind, None if index is None else builtins.int(index)
 
 
 class device:

@@ -6,7 +6,8 @@
 Note [Legacy constructors]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``construct(dtype, args, size, device)`` is torch's ``new()``: no argument gives an empty 1-D
-tensor, a Tensor gives an alias of it (same data and version counter, no history), a
+tensor, a Tensor gives an alias of it (same data and version counter; its history through an
+``AliasBackward0`` node, as torch's ``other.alias()``), a
 sequence or ndarray is data (cast to the dtype), ints or one ``Size`` are sizes (torch leaves
 the memory uninitialised; cgrad fills it with zeros). ``cgrad.Tensor(...)`` calls it from
 ``Tensor.__init__`` with the default dtype: the compiled fast paths that create tensors
@@ -31,6 +32,7 @@ from cgrad import _checks
 from cgrad import _creation
 from cgrad import _device
 from cgrad import _dtype
+from cgrad.autograd.function import Function
 
 __all__ = ["tensortype", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
@@ -56,8 +58,8 @@ def _check_device(device):
 
 
 def _is_int(x):
-    return (not isinstance(x, (builtins.bool, np.bool_, _C.TensorBase, float, complex))
-            and hasattr(x, "__index__"))
+    return (not isinstance(x, (builtins.bool, np.bool_, _C.TensorBase, float, complex,
+                               np.ndarray)) and hasattr(x, "__index__"))
 
 
 def _sizes_array(dims, dt):
@@ -113,12 +115,29 @@ def new_tensor(dtype, args, size=None, device=None, strict=False):
     return _C._wrap(r)
 
 
+class _Alias(Function):
+    """cgrad.Tensor(other): the same data, and other's history through an AliasBackward0
+    node (torch's Tensor(other) is other.alias())."""
+    _node_name = "AliasBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._data
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 def init_tensor(self, args, size, device):
     """Tensor.__init__: fill a tensor that tp_new made (cgrad.Tensor(...) or a subclass)."""
     r = construct(_dtype.get_default_dtype(), args, size, device)
     if isinstance(r, _C.TensorBase):
         self._data = r._data
         self._share_version(r)
+        if r.requires_grad and _C.is_grad_enabled():
+            out = _Alias.apply(r)
+            self._set_grad_fn(out.grad_fn, out.output_nr)
     else:
         self._data = r
 

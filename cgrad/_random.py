@@ -165,9 +165,12 @@ def _int_range(fname, low, high, dt):
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    if dt.kind in "iub":
-        info = np.iinfo(dt) if dt.kind != "b" else None
-        lo, hi = (0, 1) if info is None else (info.min, info.max)
+    if dt.kind in "iubf":
+        if dt.kind == "b":
+            lo, hi = 0, 1
+        else:
+            info = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt)
+            lo, hi = info.min, info.max
         name = _C_NAMES[str(dt)]
         if not lo <= low <= hi:
             raise RuntimeError(f"from is out of bounds for {name}")

@@ -381,7 +381,7 @@ class Tensor(_C.TensorBase):
             return self
         return _ops.Clone.apply(self)
 
-    def cpu(self, memory_format=None):
+    def cpu(self, *, memory_format=None):
         """self: cgrad tensors live in CPU memory."""
         if _device.check_memory_format(memory_format, "cpu", self._data.ndim):
             return self.to(memory_format=memory_format)
@@ -792,11 +792,12 @@ def _uniform_bounds(args, kwargs):
 _TO_KEYWORDS = ("device", "dtype", "non_blocking", "copy", "memory_format")
 
 
-def _to_error(args, kwargs):
+def _to_error(args, kwargs, bad=None):
     got = ", ".join([_checks.type_name(a) for a in args]
                     + [f"{k}={_checks.type_name(v)}" for k, v in kwargs.items()])
-    return TypeError(f"to() received an invalid combination of arguments - got ({got}), but "
-                     "expected one of:\n * (cgrad.device device = None, cgrad.dtype dtype = "
+    why = f" (argument '{bad}' has the wrong type)" if bad else ""
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}){why}, "
+                     "but expected one of:\n * (cgrad.device device = None, cgrad.dtype dtype = "
                      "None, bool non_blocking = False, bool copy = False, *, "
                      "cgrad.memory_format memory_format = None)\n * (cgrad.dtype dtype, bool "
                      "non_blocking = False, bool copy = False, *, cgrad.memory_format "
@@ -818,10 +819,9 @@ def _is_dtype_string(a):
     if not isinstance(a, str) or _checks.is_device_string(a):
         return False
     try:
-        np.dtype(a)
+        return _creation._supported(np.dtype(a))
     except TypeError:
         return False
-    return True
 
 
 def parse_to(args, kwargs, ndim=None):
@@ -849,21 +849,23 @@ def parse_to(args, kwargs, ndim=None):
             raise _to_error(args, kwargs)
         given[k] = v
     for flag in ("non_blocking", "copy"):
-        if given.get(flag, False) not in (True, False):
-            raise _to_error(args, kwargs)
+        if not isinstance(given.get(flag, False), (builtins.bool, np.bool_)):
+            raise _to_error(args, kwargs, flag)
     fmt = given.get("memory_format")
     if fmt is not None and not isinstance(fmt, _device.memory_format):
-        raise _to_error(args, kwargs)
+        raise _to_error(args, kwargs, "memory_format")
     dtype = given.get("dtype")
     if "other" in given:
         other = given["other"]
         dtype = other.dtype if isinstance(other, _C.TensorBase) else other
     if dtype is not None:
-        if isinstance(dtype, _C.TensorBase) or not (_is_dtype(dtype) or isinstance(dtype, str)):
-            raise _to_error(args, kwargs)
+        if not (_is_dtype(dtype) or _is_dtype_string(dtype)):
+            raise _to_error(args, kwargs, "dtype")
         dtype = _checks.dtype_of(dtype, "to")
-    _checks.check_device(given.get("device"), "to")
-    return dtype, bool(given.get("copy", False)), _device.check_memory_format(fmt, "to", ndim)
+    device = _checks.check_device(given.get("device"), "to")
+    # torch copies for an explicit index ("cpu:0" is not a CPU tensor's device, "cpu")
+    copy = bool(given.get("copy", False)) or (device is not None and device.index is not None)
+    return dtype, copy, _device.check_memory_format(fmt, "to", ndim)
 
 
 def _type_dtype(dtype):
