@@ -111,6 +111,8 @@ NODES = {n: _node(n) for n in (
     "NormalBackward1", "NormalBackward2", "NormalBackward3", "PoissonBackward0",
     "UniformBackward0", "RandomBackward0", "RandomBackward1", "RandomBackward2",
     "ExponentialBackward0", "GeometricBackward0", "LogNormalBackward0", "CauchyBackward0")}
+# module attributes, so that the classes are rooted (Note [Untracked graphs] in cgrad/_C.pyx)
+globals().update(NODES)
 
 
 class _NotImplementedNode(Function):
