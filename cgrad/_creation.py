@@ -11,6 +11,7 @@ from cgrad import _checks
 from cgrad import _device
 from cgrad import _dtype
 from cgrad import _generator
+from cgrad._warn import warn as _warn
 
 
 def _rng():
@@ -196,15 +197,17 @@ def _options(fname, device, requires_grad, layout=None, pin_memory=False):
     """torch's checks of the tensor options every factory takes: device (Note [Devices] in
     cgrad/_device.py), requires_grad, layout (strided only) and pin_memory (no pinned memory
     without an accelerator). Returns requires_grad as a bool."""
-    _checks.check_device(device, fname)
-    requires_grad = _checks.check_bool(requires_grad, fname)
+    if device is not None:
+        _checks.check_device(device, fname)
+    if requires_grad is not False:
+        requires_grad = _checks.check_bool(requires_grad, fname)
     if layout is not None and layout is not _device.strided:
         if not isinstance(layout, _device.layout):
             raise TypeError(f"{fname}(): argument 'layout' must be cgrad.layout, not "
                             f"{_checks.type_name(layout)}")
         raise NotImplementedError(f"{fname}(): cgrad's factories make strided tensors; use "
                                   "cgrad.sparse_coo_tensor for a sparse one")
-    if _checks.check_bool(pin_memory, fname, "pin_memory"):
+    if pin_memory is not False and _checks.check_bool(pin_memory, fname, "pin_memory"):
         raise RuntimeError(_NO_PINNED)
     return requires_grad
 
@@ -458,8 +461,15 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     if dtype.kind == "b":
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     n = max(0, math.ceil((end - start) / step))
-    return _result(_alloc("arange", lambda: np.arange(start, end, step).astype(dtype),
-                          n * dtype.itemsize), requires_grad, out)
+    arr = _alloc("arange", lambda: np.arange(start, end, step).astype(dtype), n * dtype.itemsize)
+    if out is not None and out._data.size == arr.size:
+        arr = arr.reshape(out._data.shape)        # torch keeps out's shape when numel fits
+    elif out is not None and out._data.size:
+        _warn(f"The number of elements in the out tensor of shape {list(out._data.shape)} is "
+              f"{out._data.size} which does not match the computed number of elements "
+              f"{arr.size}. Note that this may occur as a result of rounding error. The out "
+              f"tensor will be resized to a tensor of shape ({arr.size},).")
+    return _result(arr, requires_grad, out)
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,

@@ -91,6 +91,8 @@ OUT_CASES = [
     ("o = T.zeros(2); r = T.full((2,), 3, out=o)", None),
     ("o = T.zeros(2, dtype=T.int64); r = T.full((2,), 3, out=o)", None),
     ("o = T.zeros(5); r = T.arange(5, out=o)", None),
+    ("o = T.zeros(2, 3); r = T.arange(6, out=o)", None),
+    ("o = T.zeros(0); r = T.arange(6, out=o)", None),
     ("o = T.zeros(5, dtype=T.int64); r = T.arange(0, 5, out=o)", None),
     ("o = T.zeros(3); r = T.linspace(0, 1, 3, out=o)", None),
     ("o = T.zeros(2, 2); r = T.eye(2, out=o)", None),
@@ -124,6 +126,17 @@ OUT_CASES = [
 @_cases(OUT_CASES)
 def test_out(code, phrase):
     _run(code, phrase)
+
+
+def test_arange_out_of_another_size_warns_as_torch():
+    o = cgrad.zeros(2)
+    with pytest.warns(UserWarning, match="The out tensor will be resized to a tensor of shape "
+                                         r"\(5,\)"):
+        assert cgrad.arange(5, out=o) is o
+    assert o.tolist() == [0, 1, 2, 3, 4]
+    if torch is not None:
+        with pytest.warns(UserWarning, match="The out tensor will be resized"):
+            torch.arange(5, out=torch.zeros(2))
 
 
 def test_out_under_no_grad_and_version():

@@ -339,6 +339,12 @@ def legacy_sparse_constructor():
     cgrad.sparse.FloatTensor(i, cgrad.tensor([1.0, 2.0]), (2, 2))  # warns
 
 
+@case(r"The number of elements in the out tensor of shape \[2\] is 2 which does not match "
+      r"the computed number of elements 5")
+def arange_out_resized():
+    cgrad.arange(5, out=cgrad.zeros(2))  # warns
+
+
 @case(r"volatile was removed and now has no effect\. Use `with cgrad\.no_grad\(\):` instead")
 def variable_volatile():
     cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
