@@ -323,7 +323,7 @@ class Tensor(_C.TensorBase):
         to(dtype, non_blocking=False, copy=False) or to(other, non_blocking=False,
         copy=False): self when nothing changes (unless copy=True), else a differentiable copy
         (ToCopyBackward0). cgrad has only the cpu device."""
-        if len(args) == 1 and not kwargs and type(args[0]) is np.dtype:    # .float(), ...
+        if len(args) == 1 and not kwargs and isinstance(args[0], np.dtype):   # .float(), ...
             dtype, copy, fmt = args[0], False, False
         else:
             dtype, copy, fmt = parse_to(args, kwargs, self._data.ndim)
