@@ -27,6 +27,10 @@ import os
 import re
 import sys
 
+import numpy as np
+
+from cgrad import _device
+
 __all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads",
            "get_num_interop_threads"]
 
@@ -144,13 +148,8 @@ def sync_blas():
 
 # -- the public functions --------------------------------------------------------------------
 def _check_count(n, fname):
-    if isinstance(n, builtins.bool) or not isinstance(n, builtins.int) and not (
-            hasattr(n, "__index__") and type(n).__module__.startswith("numpy")):
-        tname = type(n).__name__
-        from cgrad import _C
-        if isinstance(n, _C.TensorBase):
-            tname = "Tensor"
-        raise RuntimeError(f"{fname} expects an int, but got {tname}")
+    if isinstance(n, builtins.bool) or not isinstance(n, (builtins.int, np.integer)):
+        raise RuntimeError(f"{fname} expects an int, but got {_device._tname(n)}")
     n = builtins.int(n)
     if not -2 ** 63 <= n < 2 ** 63:
         raise ValueError("Overflow when unpacking long long")

@@ -124,7 +124,9 @@ BAD = [(0, RuntimeError, "expects a positive integer"),
        (True, RuntimeError, "expects an int, but got bool"),
        (2 ** 40, ValueError, "Overflow when unpacking long"),
        (2 ** 70, ValueError, "Overflow when unpacking long long"),
-       (None, RuntimeError, "expects an int, but got NoneType")]
+       (None, RuntimeError, "expects an int, but got NoneType"),
+       (np.array([1.0]), RuntimeError, "expects an int, but got numpy.ndarray"),
+       (np.float64(2), RuntimeError, "expects an int, but got numpy.float64")]
 
 
 @pytest.mark.parametrize("value,exc,phrase", BAD, ids=[repr(b[0]) for b in BAD])
