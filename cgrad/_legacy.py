@@ -10,9 +10,11 @@ tensor, a Tensor gives an alias of it (same data and version counter; its histor
 ``AliasBackward0`` node, as torch's ``other.alias()``), a
 sequence or ndarray is data (cast to the dtype), ints or one ``Size`` are sizes (torch leaves
 the memory uninitialised; cgrad fills it with zeros). ``cgrad.Tensor(...)`` calls it from
-``Tensor.__init__`` with the default dtype: the compiled fast paths that create tensors
-(``_C._wrap``, every op) call ``tp_new`` directly and never run ``__init__`` (Note [Direct
-tp_new] in cgrad/_C.pyx), so the constructor costs nothing to internal tensor creation.
+``Tensor.__new__`` with the default dtype (so a subclass's ``super().__new__(cls, data)``
+works as in torch; ``Tensor.__init__`` does nothing): the compiled fast paths that create
+tensors (``_C._wrap``, every op) call TensorBase's ``tp_new`` directly and never run
+``Tensor.__new__`` (Note [Direct tp_new] in cgrad/_C.pyx), so the constructor costs nothing
+to internal tensor creation.
 
 The typed classes are not Tensor subclasses (as in torch, ``issubclass(FloatTensor, Tensor)``
 is False): calling one returns a ``cgrad.Tensor`` of its dtype, and ``isinstance(t,
@@ -130,7 +132,8 @@ class _Alias(Function):
 
 
 def init_tensor(self, args, size, device):
-    """Tensor.__init__: fill a tensor that tp_new made (cgrad.Tensor(...) or a subclass)."""
+    """Tensor.__new__: fill a tensor that TensorBase's tp_new made (cgrad.Tensor(...) or a
+    subclass)."""
     r = construct(_dtype.get_default_dtype(), args, size, device)
     if isinstance(r, _C.TensorBase):
         self._data = r._data

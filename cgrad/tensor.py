@@ -149,12 +149,33 @@ class Tensor(_C.TensorBase):
         super().__init_subclass__(**kwargs)
         _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C.pyx
 
-    def __init__(self, *args, device=None, size=None):
+    def __new__(cls, *args, device=None, size=None):
         """torch's legacy constructor: cgrad.Tensor(data), cgrad.Tensor(*sizes) (zeros),
         cgrad.Tensor(size=...), cgrad.Tensor(other) (an alias) or cgrad.Tensor() (empty), in
-        the default dtype (Note [Legacy constructors] in cgrad/_legacy.py). Only a call of the
-        class runs it: cgrad creates its own tensors without __init__."""
+        the default dtype; a subclass's ``super().__new__(cls, data)`` too (Note [Legacy
+        constructors] in cgrad/_legacy.py). Only a call of the class runs it: cgrad creates
+        its own tensors without it (Note [Direct tp_new] in cgrad/_C.pyx)."""
+        self = _C.TensorBase.__new__(cls)
         _legacy.init_tensor(self, args, size, device)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        """Construction happens in __new__ (as torch's); a subclass may call
+        super().__init__() with any arguments."""
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False):
+        """torch's Tensor._make_subclass: an instance of the Tensor subclass cls sharing data's
+        storage and version counter, without its history."""
+        _checks.check_tensor(data, "_make_subclass", "data", 2)
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"cls must be a type (got {_checks.type_name(cls)})")
+        self = _C.TensorBase.__new__(cls)
+        self._data = data._data
+        self._share_version(data)
+        if require_grad:
+            self.requires_grad_(True)
+        return self
 
     # -- pickle and copy (torch's rules) ---------------------------------------------------
     # The data, requires_grad and the attributes; never the graph fields (an unpickled copy

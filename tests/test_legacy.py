@@ -119,25 +119,57 @@ def test_subclasses_construct_like_tensor():
         cgrad.sparse.SparseTensor([1.0])
 
 
-def test_internal_creation_does_not_run_init():
-    """Ops and factories make tensors without Tensor.__init__ (Note [Legacy constructors])."""
+def test_internal_creation_does_not_run_the_constructor():
+    """Ops and factories make tensors with TensorBase's tp_new, never Tensor.__new__ (Note
+    [Direct tp_new] in cgrad/_C.pyx)."""
     calls = []
-    orig = cgrad.Tensor.__init__
+    orig = vars(cgrad.Tensor)["__new__"]
 
-    def spy(self, *a, **k):
+    def spy(cls, *a, **k):
         calls.append(a)
-        orig(self, *a, **k)
+        return orig.__func__(cls, *a, **k)
 
-    cgrad.Tensor.__init__ = spy
+    cgrad.Tensor.__new__ = staticmethod(spy)
     try:
         x = cgrad.ones(3, requires_grad=True)
         ((x * 2 + 1).exp().sum()).backward()
         cgrad.tensor([1.0]).to(cgrad.float64)
+        cgrad.ones(2).to_sparse().to_dense()
         assert calls == []
-        cgrad.Tensor(2)
+        assert cgrad.Tensor(2).shape == (2,)
         assert calls == [(2,)]
     finally:
-        cgrad.Tensor.__init__ = orig
+        cgrad.Tensor.__new__ = orig
+
+
+@pytest.mark.parametrize("T", [cgrad] + ([torch] if torch is not None else []),
+                         ids=lambda m: m.__name__)
+def test_subclass_idioms(T):
+    """The ways torch programs subclass Tensor construct the same in cgrad."""
+    class WithNew(T.Tensor):
+        @staticmethod
+        def __new__(cls, data, tag):
+            return super().__new__(cls, data)
+
+        def __init__(self, data, tag):
+            super().__init__()
+            self.tag = tag
+
+    w = WithNew([1.0, 2.0], "t")
+    assert type(w) is WithNew and w.tolist() == [1.0, 2.0] and w.tag == "t"
+    assert w.dtype == T.float32
+
+    class Made(T.Tensor):
+        def __new__(cls, data, requires_grad=True):
+            return T.Tensor._make_subclass(cls, data, requires_grad)
+
+    base = T.ones(2)
+    m = Made(base)
+    assert type(m) is Made and m.requires_grad and m.is_leaf and m.grad_fn is None
+    base.add_(1)
+    assert m.tolist() == [2.0, 2.0]             # shares the data
+    (m * 3).sum().backward()
+    assert m.grad.tolist() == [3.0, 3.0]
 
 
 # -- Tensor.new ---------------------------------------------------------------------------------

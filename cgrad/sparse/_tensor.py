@@ -124,7 +124,7 @@ def _check_values_dtype(dt):
 
 def _make(pattern, vals, coalesced=False):
     """A new sparse tensor (no history) with this pattern and values array."""
-    t = SparseTensor.__new__(SparseTensor)
+    t = _TensorBase.__new__(SparseTensor)       # not Tensor.__new__ (the legacy constructor)
     t._data = _placeholder(pattern.shape, vals.dtype)
     t._pattern = pattern
     t._vals = vals
