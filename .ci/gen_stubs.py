@@ -199,9 +199,13 @@ def _class_lines(cls, module, member_type, attr_type, *, members=None, base=None
     plain = member_type
     member_type = lambda n: DUNDER_RETURNS.get(n) or plain(n)  # noqa: E731
     for name in sorted(members):
+        obj = members[name]
+        if name == "__new__" and isinstance(obj, staticmethod):   # a constructor in Python
+            body.append(f"    def __new__({_params(obj.__func__, method=True)}) -> "
+                        f"{cls.__name__}: ...")
+            continue
         if name in SKIP_MEMBERS:
             continue
-        obj = members[name]
         ignore = "override" if name in OVERRIDE_IGNORES else None
         if isinstance(obj, staticmethod):
             body += _def(name, obj.__func__, member_type(name), indent="    ",
