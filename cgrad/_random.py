@@ -333,10 +333,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError(_ZERO_SUM)
     g = _gen(generator, "multinomial")
     if replacement:
+        m = rows.shape[0]
         cdf = np.cumsum(rows, axis=1) / sums[:, None]
-        u = g.random((rows.shape[0], num_samples))
-        idx = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
-        idx = np.minimum(idx, n - 1)
+        cdf[:, -1] = 1.0
+        u = g.random((m, num_samples))
+        # all rows in one search: row i's cdf and draws shifted into [i, i + 1]
+        off = np.arange(m, dtype=np.float64)[:, None]
+        idx = np.searchsorted((cdf + off).ravel(), (u + off).ravel(), side="right")
+        idx = np.minimum(idx.reshape(m, num_samples) - np.arange(m)[:, None] * n, n - 1)
         # never a zero-probability category (rounding at the top of the cdf)
         last = n - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
         idx = np.minimum(idx, last[:, None])
