@@ -55,11 +55,15 @@ TENSOR_RETURNS = {
     "register_hook": "RemovableHandle", "register_post_accumulate_grad_hook": "RemovableHandle",
     "retain_grad": "None", "size": "Any", "split": "tuple[Tensor, ...]",
     "split_with_sizes": "tuple[Tensor, ...]", "to_sparse": "Any", "tolist": "Any",
-    "type": "Any", "unbind": "tuple[Tensor, ...]",
+    "type": "Any", "unbind": "tuple[Tensor, ...]", "get_device": "builtins.int",
+    "is_pinned": "builtins.bool",
 }
 # Tensor attributes (properties and data descriptors) and their types.
 TENSOR_ATTRS = {
-    "data": "Tensor", "device": "builtins.str", "dtype": "np.dtype[Any]",
+    "data": "Tensor", "device": "cgrad._device.device", "dtype": "np.dtype[Any]",
+    "layout": "cgrad._device.layout", "is_cpu": "builtins.bool", "is_cuda": "builtins.bool",
+    "is_meta": "builtins.bool", "is_mps": "builtins.bool", "is_xpu": "builtins.bool",
+    "is_quantized": "builtins.bool",
     "grad": "Tensor | None", "grad_fn": "Node | None", "is_leaf": "builtins.bool",
     "is_sparse": "builtins.bool", "ndim": "builtins.int", "output_nr": "builtins.int",
     "requires_grad": "builtins.bool", "retains_grad": "builtins.bool", "shape": "Size",
@@ -72,7 +76,10 @@ FUNCTION_RETURNS = {
     "broadcast_tensors": "tuple[Tensor, ...]", "chunk": "tuple[Tensor, ...]",
     "equal": "builtins.bool", "get_default_dtype": "np.dtype[Any]",
     "is_grad_enabled": "builtins.bool", "is_tensor": "builtins.bool", "load": "Any",
-    "manual_seed": "Any", "max": "Any", "meshgrid": "tuple[Tensor, ...]", "min": "Any",
+    "manual_seed": "cgrad._generator.Generator", "seed": "builtins.int",
+    "initial_seed": "builtins.int", "set_rng_state": "None", "set_num_threads": "None",
+    "get_num_threads": "builtins.int", "set_num_interop_threads": "None",
+    "get_num_interop_threads": "builtins.int", "max": "Any", "meshgrid": "tuple[Tensor, ...]", "min": "Any",
     "nonzero": "Any", "qr": "Any", "save": "None", "set_default_dtype": "None",
     "slogdet": "Any", "sparse_coo": "Any",
     "sparse_coo_tensor": "Any", "split": "tuple[Tensor, ...]",
@@ -200,9 +207,13 @@ def _class_lines(cls, module, member_type, attr_type, *, members=None, base=None
     plain = member_type
     member_type = lambda n: DUNDER_RETURNS.get(n) or plain(n)  # noqa: E731
     for name in sorted(members):
+        obj = members[name]
+        if name == "__new__" and isinstance(obj, staticmethod):   # a constructor in Python
+            body.append(f"    def __new__({_params(obj.__func__, method=True)}) -> "
+                        f"{cls.__name__}: ...")
+            continue
         if name in SKIP_MEMBERS:
             continue
-        obj = members[name]
         ignore = "override" if name in OVERRIDE_IGNORES else None
         if isinstance(obj, staticmethod):
             body += _def(name, obj.__func__, member_type(name), indent="    ",
@@ -332,7 +343,7 @@ def stub_tensor():
     return _module_stub(_tensor_mod, function_type=_private_or(
         lambda n: "builtins.str" if n == "typename" else "Any"), class_lines=cls_lines,
         extra_imports=("from cgrad._C import Node as Node, RemovableHandle as RemovableHandle,"
-                       " TensorBase as TensorBase",))
+                       " TensorBase as TensorBase", "import cgrad._device"))
 
 
 def stub_init():
@@ -346,7 +357,8 @@ def stub_init():
             return FUNCTION_RETURNS[n]
         return "Tensor"
     text = _module_stub(cgrad, function_type=ret, class_lines=lambda c: [f"class {c.__name__}: ..."],
-                        names=names, extra_imports=("from cgrad.tensor import Tensor as Tensor",))
+                        names=names, extra_imports=("from cgrad.tensor import Tensor as Tensor",
+                                                    "import cgrad._generator"))
     return text
 
 

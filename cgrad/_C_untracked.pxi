@@ -71,17 +71,26 @@ cdef extern from *:
     static PyObject *cg_tp_new(PyObject *type, PyObject *args) {
         return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, NULL);
     }
+    /* base->tp_new(type, args, NULL): a `type` instance made by its base's tp_new, skipping a
+     * __new__ that `type` defines in Python. NEW reference. */
+    static PyObject *cg_base_tp_new(PyObject *base, PyObject *type, PyObject *args) {
+        return ((PyTypeObject *)base)->tp_new((PyTypeObject *)type, args, NULL);
+    }
     """
     object cg_tp_new(object type, object args)
+    object cg_base_tp_new(object base, object type, object args)
 
 
 # Note [Direct tp_new]: `TensorBase.__new__(cls)` with a class known only at run time
 # compiles to a Python method call (look up __new__, tp_new_wrapper's subtype checks, an
 # argument tuple): ~0.1 us per tensor. The Tensor class and every node class are checked to
-# derive from TensorBase / Node when registered, so their tp_new is called directly.
+# derive from TensorBase / Node when registered, so their tp_new is called directly. For
+# Tensor that is TensorBase's tp_new: cgrad.Tensor defines __new__ in Python (torch's legacy
+# constructor, Note [Legacy constructors] in cgrad/_legacy.py), which its own tp_new slot
+# would call; every tensor cgrad makes skips it.
 cdef inline TensorBase _new_tensor(object arr):
     """A fresh leaf Tensor around `arr` (which must already be an exact ndarray)."""
-    cdef TensorBase t = <TensorBase>cg_tp_new(_tensor_cls, _empty_tuple)
+    cdef TensorBase t = <TensorBase>cg_base_tp_new(TensorBase, _tensor_cls, _empty_tuple)
     t._data = arr
     PyObject_GC_UnTrack(t)
     return t

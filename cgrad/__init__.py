@@ -62,14 +62,25 @@ def _wire():
 _wire()
 
 from cgrad._creation import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
-                             full, full_like, linspace, manual_seed, ones, ones_like, rand,
-                             randint, randn, tensor, zeros, zeros_like)
+                             full, full_like, linspace, ones, ones_like, tensor, zeros,
+                             zeros_like)
+from cgrad._device import (channels_last, channels_last_3d, contiguous_format,  # noqa: E402
+                           device, layout, memory_format, preserve_format)
+from cgrad._generator import (Generator, default_generator, get_rng_state,  # noqa: E402
+                              initial_seed, manual_seed, seed, set_rng_state)
+from cgrad._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: E402
+                           FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
+from cgrad._random import (bernoulli, multinomial, normal, poisson, rand,  # noqa: E402
+                           rand_like, randint, randint_like, randn, randn_like, randperm)
+from cgrad._threads import (get_num_interop_threads, get_num_threads,  # noqa: E402
+                            set_num_interop_threads, set_num_threads)
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                       no_grad, set_grad_enabled)
 from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402
 from cgrad import utils  # noqa: E402
+from cgrad import backends, cuda, random  # noqa: E402  # torch's namespaces, CPU-only
 from cgrad.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402  # sparse:
 
 
@@ -107,7 +118,9 @@ _TENSOR_FIRST = (
     # sorting and selection, statistics, scans
     "argsort", "kthvalue", "median", "mode", "msort", "nanmedian", "sort", "topk",
     "cummax", "cummin", "logcumsumexp", "aminmax", "bincount", "histc", "histogram",
-    "unique", "unique_consecutive")
+    "unique", "unique_consecutive",
+    # random sampling (cgrad/_random.py)
+    "bernoulli", "multinomial", "poisson", "rand_like", "randn_like")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), sorted(set(_api.function_names()) | set(_TENSOR_FIRST)),

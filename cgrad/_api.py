@@ -276,6 +276,7 @@ SUMMARY = {
                   "already).",
     "copy_": "Copies the elements of other (broadcast) into self and returns self.",
     "cpu": "Returns self (cgrad tensors live in CPU memory).",
+    "cuda": "Raises what torch built without CUDA raises (cgrad runs on the CPU only).",
     "double": "self.double() is equivalent to self.to(cgrad.float64).",
     "element_size": "Returns the size in bytes of one element.",
     "expand": "Returns a view of self with singleton dimensions expanded to a larger size.",
@@ -291,7 +292,8 @@ SUMMARY = {
     "repeat": "Repeats this tensor along the given dimensions (a copy).",
     "reshape_as": "Returns this tensor with the shape of other.",
     "size": "Returns the size of the tensor (a cgrad.Size), or of the dimension dim.",
-    "to": "Returns a tensor with the given dtype (self when it already has it).",
+    "to": "Returns a tensor with the given dtype and device (self when nothing changes and "
+          "copy is False; cgrad has only the cpu device).",
     "to_sparse": "Returns a coalesced sparse COO copy of this tensor.",
     "tolist": "Returns the tensor as a (nested) list of Python numbers.",
     "type": "Returns the type name (e.g. 'cgrad.FloatTensor'), or this tensor cast to dtype.",
@@ -563,7 +565,8 @@ OVERRIDE = {
     ("view", "dtype"): "(cgrad.dtype) the dtype to read the tensor's bytes as.",
     ("type", "dtype"): "(cgrad.dtype or str, optional) the desired type (None: return the "
                        "type name).",
-    ("to", "args"): "a dtype (positionally or as dtype=), or a device ('cpu').",
+    ("to", "args"): "torch's three forms: device, dtype, non_blocking, copy; or dtype, "
+                    "non_blocking, copy; or a tensor (its dtype), non_blocking, copy.",
     ("uniform_", "args"): "from, to: the bounds of the range (default 0 and 1; also by "
                           "keyword).",
     ("view", "args"): "(ints or tuple of ints) the desired size (also size=), or a dtype.",
@@ -585,7 +588,8 @@ OVERRIDE = {
     ("block_diag", "tensors"): "(Tensor) one or more tensors with 0, 1, or 2 dimensions.",
     ("broadcast_tensors", "tensors"): "(Tensor) any number of tensors of the same type.",
     ("meshgrid", "tensors"): "(Tensor) 0-D or 1-D tensors (or one list of them).",
-    ("to", "kwargs"): "dtype: the desired dtype.",
+    ("to", "kwargs"): "dtype, device, non_blocking, copy (a copy even when nothing "
+                      "changes) and memory_format.",
     ("size", "dim"): "(int, optional) the dimension whose size to return.",
     ("fill_", "value"): "(Number or 0-d Tensor) the fill value.",
     ("masked_fill_", "value"): "(Number or 0-d Tensor) the fill value.",

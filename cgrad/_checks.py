@@ -10,9 +10,8 @@ import operator
 
 import numpy as np
 
-_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
-                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
-                 "privateuseone")
+from cgrad import _device
+
 _INT64_MAX = 2 ** 63 - 1
 
 
@@ -33,35 +32,13 @@ def type_name(x):
 
 def is_device_string(s):
     """Does the string name a device type (whether or not cgrad has it)?"""
-    return s.partition(":")[0] in _DEVICE_TYPES
+    return s.partition(":")[0] in _device.DEVICE_TYPES
 
 
 def check_device(device, fname="tensor"):
-    """Accept None, 'cpu', 'cpu:N' (and objects whose str is such); refuse everything else
-    as torch built without accelerators does."""
-    if device is None:
-        return
-    if isinstance(device, builtins.bool) or not isinstance(device, (str, builtins.int)):
-        text = getattr(device, "type", None)
-        if isinstance(text, str):       # a device object (e.g. torch.device)
-            device = str(device)
-        else:
-            raise TypeError(f"{fname}(): argument 'device' must be a device (such as 'cpu'), "
-                            f"not {type_name(device)}")
-    if isinstance(device, builtins.int):
-        raise RuntimeError("Cannot access accelerator device when none is available.")
-    kind, sep, index = device.partition(":")
-    if kind not in _DEVICE_TYPES:
-        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
-                           f"of device string: {device}")
-    if sep and not index.isdigit():
-        raise RuntimeError(f"Invalid device string: '{device}'")
-    if kind == "cpu":
-        return
-    if kind == "cuda":
-        raise AssertionError("cgrad not compiled with CUDA enabled (cgrad runs on the CPU "
-                             "only)")
-    raise RuntimeError(f"cgrad supports only the cpu device, got '{device}'")
+    """The device= argument as a cgrad.device (or None): torch's errors for a malformed one
+    and for one cgrad cannot place a tensor on (Note [Devices] in cgrad/_device.py)."""
+    return _device.check(device, fname)
 
 
 def check_bool(value, fname, name="requires_grad"):

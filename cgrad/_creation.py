@@ -8,23 +8,15 @@ import numpy as np
 
 from cgrad import _C
 from cgrad import _checks
+from cgrad import _device
 from cgrad import _dtype
-
-_gen = [np.random.default_rng()]
+from cgrad import _generator
+from cgrad._warn import warn as _warn
 
 
 def _rng():
-    return _gen[0]
-
-
-def manual_seed(seed):
-    """Seed cgrad's global random generator (rand, randn, dropout, init). Like torch, any int
-    in [-2**63, 2**64) is a seed (negative ones wrap around)."""
-    seed = builtins.int(seed)
-    if not -2 ** 63 <= seed < 2 ** 64:
-        raise ValueError("Overflow when unpacking long long")
-    _gen[0] = np.random.default_rng(seed % 2 ** 64)
-    return _gen[0]
+    """The default generator's NumPy Generator (dropout and the in-place fills draw here)."""
+    return _generator.default_generator._np
 
 
 def _finish(arr, requires_grad):
@@ -197,6 +189,29 @@ def _from_data(data):
     return _check_kind(np.asarray(data), data), False
 
 
+_NO_PINNED = ("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+              "allocator is available on this system.")
+
+
+def _options(fname, device, requires_grad, layout=None, pin_memory=False):
+    """torch's checks of the tensor options every factory takes: device (Note [Devices] in
+    cgrad/_device.py), requires_grad, layout (strided only) and pin_memory (no pinned memory
+    without an accelerator). Returns requires_grad as a bool."""
+    if device is not None:
+        _checks.check_device(device, fname)
+    if requires_grad is not False:
+        requires_grad = _checks.check_bool(requires_grad, fname)
+    if layout is not None and layout is not _device.strided:
+        if not isinstance(layout, _device.layout):
+            raise TypeError(f"{fname}(): argument 'layout' must be cgrad.layout, not "
+                            f"{_checks.type_name(layout)}")
+        raise NotImplementedError(f"{fname}(): cgrad's factories make strided tensors; use "
+                                  "cgrad.sparse_coo_tensor for a sparse one")
+    if pin_memory is not False and _checks.check_bool(pin_memory, fname, "pin_memory"):
+        raise RuntimeError(_NO_PINNED)
+    return requires_grad
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Copy `data` into a new leaf tensor. Python floats become the default dtype (float32),
     ints int64.
@@ -205,8 +220,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     >>> cgrad.tensor([1.0, 2.5])
     tensor([1.0000, 2.5000])
     """
-    _checks.check_device(device, "tensor")
-    requires_grad = _checks.check_bool(requires_grad, "tensor")
+    requires_grad = _options("tensor", device, requires_grad, None, pin_memory)
     dtype = _checks.dtype_of(dtype, "tensor")
     arr, py = _from_data(data)
     if py:
@@ -242,17 +256,56 @@ def _dt(dtype, fname="tensor"):
     return _checks.dtype_of(dtype, fname) if dtype is not None else _dtype.get_default_dtype()
 
 
-def _make(fname, maker, size, dtype, device, requires_grad):
-    """maker(shape, dtype) as a leaf tensor; torch's errors for a bad size, device or flag.
-    NumPy checks the shape on the fast path; its refusal is translated afterwards."""
-    _checks.check_device(device, fname)
-    requires_grad = _checks.check_bool(requires_grad, fname)
-    dt = _dt(dtype, fname)
+# -- out= ---------------------------------------------------------------------------------
+def check_out(fname, out, dtype=None):
+    """torch's checks of an out= tensor before a factory writes into it; returns the dtype
+    to compute in (dtype, else out's)."""
+    if not isinstance(out, _C.TensorBase):
+        raise TypeError(f"{fname}(): argument 'out' must be Tensor, not "
+                        f"{_checks.type_name(out)}")
+    odt = out._data.dtype
+    if dtype is not None and _checks.dtype_of(dtype, fname) != odt:
+        tn = _dtype.torch_type_name
+        raise RuntimeError(f"dtype {tn(_checks.dtype_of(dtype, fname))} does not match dtype "
+                           f"of out parameter ({tn(odt)})")
+    if out.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError(f"{fname}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    return odt
+
+
+def write_out(out, arr, requires_grad=False):
+    """Write the factory's result `arr` into out and return out. A different shape resizes out
+    (its data is replaced: a view stops sharing memory with its base, where torch would
+    resize the storage it shares)."""
+    if out._data.shape == arr.shape:
+        try:
+            np.copyto(out._data, arr, casting="unsafe")
+        except ValueError as e:
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               f"tensor refers to a single memory location ({e})") from None
+    else:
+        out._data = np.ascontiguousarray(arr, dtype=out._data.dtype)
+    out._bump_version()
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _make(fname, maker, size, dtype, device, requires_grad, out=None, layout=None,
+          pin_memory=False):
+    """maker(shape, dtype) as a leaf tensor (or written into out); torch's errors for a bad
+    size, device or flag. NumPy checks the shape on the fast path; its refusal is translated
+    afterwards."""
+    requires_grad = _options(fname, device, requires_grad, layout, pin_memory)
+    dt = _dt(dtype, fname) if out is None else check_out(fname, out, dtype)
     shape = _shape(size)
     try:
         arr = maker(shape, dt)
     except (TypeError, ValueError, OverflowError, MemoryError) as e:
         raise _checks.size_error(fname, size, dt, e) from None
+    if out is not None:
+        return write_out(out, arr, requires_grad)
     return _finish(arr, requires_grad)
 
 
@@ -262,24 +315,42 @@ def _shape(size):
     return tuple(size)
 
 
-def _no_size(fname, size):
-    if not size:
+def sizes(fname, args, size):
+    """The size of a factory: ints as varargs, one sequence, or size= (torch's three
+    spellings); torch's TypeErrors for none or two of them."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fname}() got multiple values for argument 'size'")
+        return (size,)
+    if not args:
         raise TypeError(f"{fname}() missing 1 required positional argument: \"size\"")
+    if len(args) > 1 and isinstance(args[0], (tuple, list)):
+        raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
+    return args
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    _no_size("zeros", size)
-    return _make("zeros", np.zeros, size, dtype, device, requires_grad)
+def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+          requires_grad=False):
+    """A tensor of zeros: zeros(2, 3), zeros((2, 3)) or zeros(size=(2, 3))."""
+    return _make("zeros", np.zeros, sizes("zeros", args, size), dtype, device, requires_grad,
+                 out, layout, pin_memory)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    _no_size("ones", size)
-    return _make("ones", np.ones, size, dtype, device, requires_grad)
+def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+         requires_grad=False):
+    """A tensor of ones: ones(2, 3), ones((2, 3)) or ones(size=(2, 3))."""
+    return _make("ones", np.ones, sizes("ones", args, size), dtype, device, requires_grad, out,
+                 layout, pin_memory)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    _no_size("empty", size)
-    return _make("empty", np.empty, size, dtype, device, requires_grad)
+def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+          requires_grad=False, memory_format=None):
+    """An uninitialised tensor: empty(2, 3), empty((2, 3)) or empty(size=(2, 3))."""
+    size = sizes("empty", args, size)
+    t = _make("empty", np.empty, size, dtype, device, requires_grad, out, layout, pin_memory)
+    if _device.check_memory_format(memory_format, "empty", t._data.ndim):
+        t._data = _device.channels_last_copy(t._data)
+    return t
 
 
 def _fill_value(value, fname):
@@ -288,43 +359,64 @@ def _fill_value(value, fname):
     return _checks.check_number(value, fname, "fill_value", 2)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+         pin_memory=False, requires_grad=False):
+    """A tensor of the given size filled with fill_value (a bool or int value gives a bool or
+    int64 tensor unless dtype says otherwise)."""
     if not isinstance(size, (tuple, list)):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{_checks.type_name(size)}")
     fill_value = _fill_value(fill_value, "full")
-    if dtype is None:
+    if dtype is None and out is None:
         if isinstance(fill_value, (builtins.bool, np.bool_)):
             dtype = np.bool_
         elif isinstance(fill_value, (builtins.int, np.integer)):
             dtype = np.int64
     return _make("full", lambda shape, dt: np.full(shape, fill_value, dt), (tuple(size),), dtype,
-                 device, requires_grad)
+                 device, requires_grad, out, layout, pin_memory)
 
 
-def _like(fname, t, maker, dtype, device, requires_grad):
-    _checks.check_device(device, fname)
-    requires_grad = _checks.check_bool(requires_grad, fname)
+def like(fname, t, maker, dtype, device, requires_grad, layout=None, pin_memory=False,
+         memory_format=None):
+    """maker(shape, dtype) shaped like t (with t's dtype unless given)."""
+    _checks.check_tensor(t, fname)
+    requires_grad = _options(fname, device, requires_grad, layout, pin_memory)
     dt = _checks.dtype_of(dtype, fname) if dtype is not None else t._data.dtype
-    return _finish(maker(t._data.shape, dt), requires_grad)
+    arr = maker(t._data.shape, dt)
+    if _device.check_memory_format(memory_format, fname, arr.ndim):
+        arr = _device.channels_last_copy(arr)
+    return _finish(arr, requires_grad)
 
 
-def zeros_like(t, dtype=None, device=None, requires_grad=False):
-    return _like("zeros_like", t, np.zeros, dtype, device, requires_grad)
+def zeros_like(input, dtype=None, device=None, requires_grad=False, *, layout=None,
+               pin_memory=False, memory_format=None):
+    """A tensor of zeros with the size (and, unless given, the dtype) of input."""
+    return like("zeros_like", input, np.zeros, dtype, device, requires_grad, layout,
+                pin_memory, memory_format)
 
 
-def ones_like(t, dtype=None, device=None, requires_grad=False):
-    return _like("ones_like", t, np.ones, dtype, device, requires_grad)
+def ones_like(input, dtype=None, device=None, requires_grad=False, *, layout=None,
+              pin_memory=False, memory_format=None):
+    """A tensor of ones with the size (and, unless given, the dtype) of input."""
+    return like("ones_like", input, np.ones, dtype, device, requires_grad, layout, pin_memory,
+                memory_format)
 
 
-def empty_like(t, dtype=None, device=None, requires_grad=False):
-    return _like("empty_like", t, np.empty, dtype, device, requires_grad)
+def empty_like(input, dtype=None, device=None, requires_grad=False, *, layout=None,
+               pin_memory=False, memory_format=None):
+    """An uninitialised tensor with the size (and, unless given, the dtype) of input."""
+    return like("empty_like", input, np.empty, dtype, device, requires_grad, layout,
+                pin_memory, memory_format)
 
 
-def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, *, layout=None,
+              pin_memory=False, memory_format=None):
+    """A tensor filled with fill_value with the size (and, unless given, the dtype) of
+    input."""
+    _checks.check_tensor(input, "full_like")
     fill_value = _fill_value(fill_value, "full_like")
-    return _like("full_like", t, lambda shape, dt: np.full(shape, fill_value, dt), dtype, device,
-                 requires_grad)
+    return like("full_like", input, lambda shape, dt: np.full(shape, fill_value, dt), dtype,
+                device, requires_grad, layout, pin_memory, memory_format)
 
 
 def _alloc(fname, make, nbytes_hint):
@@ -339,112 +431,74 @@ def _alloc(fname, make, nbytes_hint):
         raise
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def _result(arr, requires_grad, out):
+    return _finish(arr, requires_grad) if out is None else write_out(out, arr, requires_grad)
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """Values from start (default 0) to end (excluded), step apart: int64 when all three are
+    integers, else the default dtype."""
     if end is None:
         start, end = 0, _checks.check_number(start, "arange", "end", 1)
     else:
         start = _checks.check_number(start, "arange", "start", 1)
         end = _checks.check_number(end, "arange", "end", 2)
     step = _checks.check_number(step, "arange", "step", 3)
-    _checks.check_device(device, "arange")
-    requires_grad = _checks.check_bool(requires_grad, "arange")
+    requires_grad = _options("arange", device, requires_grad, layout, pin_memory)
     if not (math.isfinite(start) and math.isfinite(end)):
         raise RuntimeError(f"unsupported range: {start} -> {end}")
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is None:
+    if out is not None:
+        dtype = check_out("arange", out, dtype)
+    elif dtype is None:
         is_int = all(isinstance(v, (builtins.int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else _dtype.get_default_dtype()
     dtype = _checks.dtype_of(dtype, "arange")
     if dtype.kind == "b":
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     n = max(0, math.ceil((end - start) / step))
-    return _finish(_alloc("arange", lambda: np.arange(start, end, step).astype(dtype),
-                          n * dtype.itemsize), requires_grad)
+    arr = _alloc("arange", lambda: np.arange(start, end, step).astype(dtype), n * dtype.itemsize)
+    if out is not None and out._data.size == arr.size:
+        arr = arr.reshape(out._data.shape)        # torch keeps out's shape when numel fits
+    elif out is not None and out._data.size:
+        _warn(f"The number of elements in the out tensor of shape {list(out._data.shape)} is "
+              f"{out._data.size} which does not match the computed number of elements "
+              f"{arr.size}. Note that this may occur as a result of rounding error. The out "
+              f"tensor will be resized to a tensor of shape ({arr.size},).")
+    return _result(arr, requires_grad, out)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    """steps values evenly spaced from start to end (both included)."""
     start = _checks.check_number(start, "linspace", "start", 1)
     end = _checks.check_number(end, "linspace", "end", 2)
     steps = _checks.check_int(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    _checks.check_device(device, "linspace")
-    requires_grad = _checks.check_bool(requires_grad, "linspace")
-    dt = _dt(dtype, "linspace")
-    return _finish(_alloc("linspace", lambda: np.linspace(start, end, steps).astype(dt),
-                          steps * 8), requires_grad)
+    requires_grad = _options("linspace", device, requires_grad, layout, pin_memory)
+    dt = _dt(dtype, "linspace") if out is None else check_out("linspace", out, dtype)
+    return _result(_alloc("linspace", lambda: np.linspace(start, end, steps).astype(dt),
+                          steps * 8), requires_grad, out)
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+        requires_grad=False):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere (n rows, m columns)."""
     n = _checks.check_int(n, "eye", "n", 1)
     if m is not None:
         m = _checks.check_int(m, "eye", "m", 2)
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    _checks.check_device(device, "eye")
-    requires_grad = _checks.check_bool(requires_grad, "eye")
-    dt = _dt(dtype, "eye")
+    requires_grad = _options("eye", device, requires_grad, layout, pin_memory)
+    dt = _dt(dtype, "eye") if out is None else check_out("eye", out, dtype)
     dims = [n, n if m is None else m]
     if math.prod(dims) * dt.itemsize > 2 ** 63 - 1:
         raise RuntimeError(f"numel: integer multiplication overflow (sizes={dims})")
-    return _finish(_alloc("eye", lambda: np.eye(n, m, dtype=dt), math.prod(dims) * dt.itemsize),
-                   requires_grad)
-
-
-def _random(fname, kernel, draw, size, dtype, generator, device, requires_grad):
-    dt = _dt(dtype, fname)
-    if dt.kind not in "fc":
-        raise NotImplementedError(
-            f"\"{kernel}\" not implemented for '{_torch_name(dt)}'")
-    g = generator if generator is not None else _rng()
-    return _make(fname, lambda shape, d: draw(g, shape).astype(d), size, dt, device,
-                 requires_grad)
-
-
-def _torch_name(dt):
-    return _dtype.torch_type_name(dt)
-
-
-def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    _no_size("rand", size)
-    return _random("rand", "check_uniform_bounds", lambda g, s: g.random(s), size, dtype,
-                   generator, device, requires_grad)
-
-
-def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    _no_size("randn", size)
-    return _random("randn", "normal_kernel_cpu", lambda g, s: g.standard_normal(s), size, dtype,
-                   generator, device, requires_grad)
-
-
-_NO_SIZE = object()
-
-
-def randint(low, high=None, size=_NO_SIZE, dtype=None, generator=None, device=None,
-            requires_grad=False):
-    """randint(high, size) or randint(low, high, size), as torch."""
-    if size is _NO_SIZE:
-        if high is None:
-            raise TypeError("randint() missing 1 required positional argument: \"size\"")
-        if not isinstance(high, (tuple, list)):
-            raise TypeError("randint(): argument 'size' (position 2) must be tuple of ints, not "
-                            f"{_checks.type_name(high)}")
-        low, high, size = 0, _checks.check_int(low, "randint", "high", 1), high
-    elif high is None:
-        low, high = 0, _checks.check_int(low, "randint", "high", 1)
-    else:
-        low = _checks.check_int(low, "randint", "low", 1)
-        high = _checks.check_int(high, "randint", "high", 2)
-    if not isinstance(size, (tuple, list)):
-        raise TypeError("randint(): argument 'size' must be tuple of ints, not "
-                        f"{_checks.type_name(size)}")
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
-                           f"to={high}")
-    g = generator if generator is not None else _rng()
-    return _make("randint", lambda shape, d: g.integers(low, high, size=shape).astype(d),
-                 (tuple(size),), dtype or np.int64, device, requires_grad)
+    return _result(_alloc("eye", lambda: np.eye(n, m, dtype=dt), math.prod(dims) * dt.itemsize),
+                   requires_grad, out)

@@ -9,8 +9,14 @@ import numpy as np
 
 from cgrad import _C
 from cgrad import _checks
+from cgrad import _creation
+from cgrad import _device
 from cgrad import _dtype
+from cgrad import _legacy
+from cgrad import _random
+from cgrad import _threads
 from cgrad._tensor_str import format_tensor
+from cgrad._warn import warn as _warn
 
 # Note [Tensor bindings]: methods of Tensor call the op library (cgrad/ops), the autograd API
 # and sparse, which are layers above this module. This module imports none of them: they are
@@ -50,6 +56,7 @@ def _axpy(self, other, alpha):
     fn = _AXPY.get(a.dtype.char)
     if fn is None:
         from scipy.linalg import blas
+        _threads.sync_blas()        # SciPy's BLAS was just loaded (Note [Thread pools])
         fn = _AXPY[a.dtype.char] = blas.saxpy if a.dtype.char == "f" else blas.daxpy
     fn(b.reshape(-1), a.reshape(-1), a=alpha)
     self._bump_version()
@@ -142,6 +149,34 @@ class Tensor(_C.TensorBase):
         super().__init_subclass__(**kwargs)
         _C._fix_binop_slots(cls)    # see Note [Binop slots] in cgrad/_C_tensor.pxi
 
+    def __new__(cls, *args, device=None, size=None):
+        """torch's legacy constructor: cgrad.Tensor(data), cgrad.Tensor(*sizes) (zeros),
+        cgrad.Tensor(size=...), cgrad.Tensor(other) (an alias) or cgrad.Tensor() (empty), in
+        the default dtype; a subclass's ``super().__new__(cls, data)`` too (Note [Legacy
+        constructors] in cgrad/_legacy.py). Only a call of the class runs it: cgrad creates
+        its own tensors without it (Note [Direct tp_new] in cgrad/_C.pyx)."""
+        self = _C.TensorBase.__new__(cls)
+        _legacy.init_tensor(self, args, size, device)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        """Construction happens in __new__ (as torch's); a subclass may call
+        super().__init__() with any arguments."""
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False):
+        """torch's Tensor._make_subclass: an instance of the Tensor subclass cls sharing data's
+        storage and version counter, without its history."""
+        _checks.check_tensor(data, "_make_subclass", "data", 2)
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"cls must be a type (got {_checks.type_name(cls)})")
+        self = _C.TensorBase.__new__(cls)
+        self._data = data._data
+        self._share_version(data)
+        if require_grad:
+            self.requires_grad_(True)
+        return self
+
     # -- pickle and copy (torch's rules) ---------------------------------------------------
     # The data, requires_grad and the attributes; never the graph fields (an unpickled copy
     # of a tensor in the untracked registry must not inherit its registry slot, nor a copy
@@ -210,7 +245,41 @@ class Tensor(_C.TensorBase):
 
     @property
     def device(self):
-        return "cpu"
+        """The tensor's device: always device(type='cpu')."""
+        return _device.CPU
+
+    @property
+    def layout(self):
+        """The tensor's layout: cgrad.strided (cgrad.sparse_coo for sparse tensors)."""
+        return _device.strided
+
+    @property
+    def is_cpu(self):
+        return True
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_mps(self):
+        return False
+
+    @property
+    def is_meta(self):
+        return False
+
+    @property
+    def is_xpu(self):
+        return False
+
+    @property
+    def is_quantized(self):
+        return False
+
+    def get_device(self):
+        """The index of the tensor's device: -1 for the CPU, as torch."""
+        return -1
 
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
@@ -271,40 +340,41 @@ class Tensor(_C.TensorBase):
 
     # -- conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype), to(tensor): a copy in that dtype, or
-        self when nothing changes (cgrad has only the cpu device)."""
-        dtype = kwargs.get("dtype")
-        _checks.check_device(kwargs.get("device"), "to")
-        for a in args:
-            if isinstance(a, _C.TensorBase):
-                dtype = a._data.dtype
-            elif (isinstance(a, str) and _checks.is_device_string(a)) or (
-                    isinstance(a, builtins.int) and not isinstance(a, builtins.bool)):
-                _checks.check_device(a, "to")
-            elif isinstance(a, str):
-                try:
-                    dtype = np.dtype(a)
-                except TypeError:
-                    _checks.check_device(a, "to")      # neither: torch's device error
-            elif a is not None:
-                dtype = a
-        if dtype is None:
+        """to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=None),
+        to(dtype, non_blocking=False, copy=False) or to(other, non_blocking=False,
+        copy=False): self when nothing changes (unless copy=True), else a differentiable copy
+        (ToCopyBackward0). cgrad has only the cpu device."""
+        if len(args) == 1 and not kwargs and isinstance(args[0], np.dtype):   # .float(), ...
+            dtype, copy, fmt = args[0], False, False
+        else:
+            dtype, copy, fmt = parse_to(args, kwargs, self._data.ndim)
+        if not copy and not fmt and (dtype is None or dtype == self._data.dtype):
             return self
-        dtype = _checks.dtype_of(dtype, "to")
-        if dtype == self._data.dtype:
-            return self
-        return _ops.ToCopy.apply(self, dtype)
+        out = _ops.ToCopy.apply(self, self._data.dtype if dtype is None else dtype)
+        if fmt:
+            out._data = _device.channels_last_copy(out._data)
+        return out
 
-    def type(self, dtype=None, non_blocking=False):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """The type name ('cgrad.FloatTensor'; 'cgrad.sparse.FloatTensor' for a sparse tensor)
+        when dtype is None, else this tensor cast to dtype: a dtype, a type name (cgrad's or
+        torch's spelling) or a legacy class (cgrad.DoubleTensor)."""
+        for k in kwargs:
+            if k != "async":
+                raise TypeError(f"type() got an unexpected keyword argument '{k}'")
         if dtype is None:
-            return _C._type_name(self._data)
-        if isinstance(dtype, str):
-            kind = dtype.rpartition(".")[2]
-            names = {v: k for k, v in _C._TYPE_NAMES.items()}
-            if dtype.partition(".")[0] not in ("cgrad", "torch") or kind not in names:
-                raise ValueError(f"invalid type: '{dtype}'")
-            dtype = names[kind]
-        return self.to(dtype)
+            name = _C._type_name(self._data)
+            return name.replace("cgrad.", "cgrad.sparse.", 1) if self.is_sparse else name
+        return self.to(_type_dtype(dtype))
+
+    def type_as(self, other):
+        """self cast to the dtype of other (self when it already has it)."""
+        _checks.check_tensor(other, "type_as", "other")
+        if other.is_sparse != self.is_sparse:
+            raise RuntimeError("to(options) doesn't support converting to a different layout, "
+                               f"but got self.layout being {_layout_name(self)} and "
+                               f"options.layout set as {_layout_name(other)}")
+        return self.to(other.dtype)
 
     def float(self):
         return self.to(_dtype.float32)
@@ -332,8 +402,76 @@ class Tensor(_C.TensorBase):
             return self
         return _ops.Clone.apply(self, True)
 
-    def cpu(self):
+    def cpu(self, *, memory_format=None):
+        """self: cgrad tensors live in CPU memory."""
+        if _device.check_memory_format(memory_format, "cpu", self._data.ndim):
+            return self.to(memory_format=memory_format)
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """Raises what torch built without CUDA raises: cgrad runs on the CPU only."""
+        _device.refuse_cuda(device)
+
+    def pin_memory(self, device=None):
+        """Raises, as torch does without an accelerator (there is no pinned memory)."""
+        raise RuntimeError(_device.NO_ACCELERATOR)
+
+    def is_pinned(self, device=None):
+        """False: without an accelerator no memory is pinned."""
+        return False
+
+    # -- new_* (dtype from self; torch's factories otherwise) ---------------------------
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None,
+                   pin_memory=False):
+        """A new leaf tensor holding a copy of data, in self's dtype unless dtype is given."""
+        if isinstance(data, _C.TensorBase):
+            _warn("To copy construct from a tensor, it is recommended to use "
+                 "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                 ".requires_grad_(True), rather than tensor.new_tensor(sourceTensor).")
+        requires_grad = _creation._options("new_tensor", device, requires_grad, layout,
+                                           pin_memory)
+        dt = self._data.dtype if dtype is None else _checks.dtype_of(dtype, "new_tensor")
+        arr, _ = _creation._from_data(data)
+        return _creation._finish(np.array(arr, dtype=dt, copy=True), requires_grad)
+
+    def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+        """A tensor of zeros of the given size, in self's dtype unless dtype is given."""
+        return _creation._make("new_zeros", np.zeros, _new_size("new_zeros", args, size),
+                               self._data.dtype if dtype is None else dtype, device,
+                               requires_grad, None, layout, pin_memory)
+
+    def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False,
+                 layout=None, pin_memory=False):
+        """A tensor of ones of the given size, in self's dtype unless dtype is given."""
+        return _creation._make("new_ones", np.ones, _new_size("new_ones", args, size),
+                               self._data.dtype if dtype is None else dtype, device,
+                               requires_grad, None, layout, pin_memory)
+
+    def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False):
+        """An uninitialised tensor of the given size, in self's dtype unless dtype is
+        given."""
+        return _creation._make("new_empty", np.empty, _new_size("new_empty", args, size),
+                               self._data.dtype if dtype is None else dtype, device,
+                               requires_grad, None, layout, pin_memory)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False,
+                 layout=None, pin_memory=False):
+        """A tensor of the given size filled with fill_value, in self's dtype unless dtype is
+        given."""
+        if not isinstance(size, (tuple, list)):
+            raise TypeError("new_full(): argument 'size' (position 1) must be tuple of ints, "
+                            f"not {_checks.type_name(size)}")
+        value = _creation._fill_value(fill_value, "new_full")
+        return _creation._make("new_full", lambda shape, dt: np.full(shape, value, dt),
+                               (tuple(size),), self._data.dtype if dtype is None else dtype,
+                               device, requires_grad, None, layout, pin_memory)
+
+    def new(self, *args, device=None, size=None):
+        """torch's legacy Tensor.new: cgrad.Tensor's constructor in self's dtype."""
+        return _legacy.new_tensor(self._data.dtype, args, size, device, strict=True)
+
 
     def to_sparse(self, sparse_dim=None):  # sparse: Tensor.to_sparse()
         """A coalesced sparse COO tensor holding the nonzero entries (1-D or 2-D)."""
@@ -546,28 +684,69 @@ class Tensor(_C.TensorBase):
     def __itruediv__(self, other):
         return self.div_(other)
 
-    def uniform_(self, *args, **kwargs):     # torch: uniform_(from=0, to=1)
-        from cgrad._creation import _rng
+    # -- random fills (cgrad/_random.py draws; recorded with a zero gradient) ------------
+    def _random_fill(self, node_values):
+        node, values = node_values
+        return _inplace.apply_inplace(
+            self, lambda a: np.copyto(a, values, casting="unsafe"), (),
+            lambda s: _random.record_fill(s, values, node), False)
+
+    def uniform_(self, *args, generator=None, **kwargs):     # torch: uniform_(from=0, to=1)
+        """Fills self with numbers drawn uniformly from [from, to)."""
         a, b = _uniform_bounds(args, kwargs)
         _inplace.check_leaf(self)
-        _inplace.check_random_fill(self, "check_uniform_bounds")
-        if a > b:
-            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                               f"from={a} > to={b}")
-        np.copyto(self._data, _rng().uniform(a, b, size=self._data.shape), casting="unsafe")
-        self._bump_version()
-        return self
+        return self._random_fill(_random.uniform_values(self, a, b, generator))
 
-    def normal_(self, mean=0.0, std=1.0):
-        from cgrad._creation import _rng
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fills self with numbers drawn from N(mean, std**2)."""
         _inplace.check_leaf(self)
-        _inplace.check_random_fill(self, "normal_kernel_cpu")
-        if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        np.copyto(self._data, _rng().normal(mean, std, size=self._data.shape),
-                  casting="unsafe")
-        self._bump_version()
-        return self
+        return self._random_fill(_random.normal_values(self, mean, std, generator))
+
+    def random_(self, *args, to=None, generator=None, **kwargs):
+        """random_(from=0, to=None): fills self with integers drawn uniformly from [from,
+        to - 1] (by default up to the largest integer the dtype holds exactly)."""
+        if "from" in kwargs:
+            args = (kwargs.pop("from"),) + args
+        for k in kwargs:
+            raise TypeError(f"random_() got an unexpected keyword argument '{k}'")
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.random_values(self, args, to, generator))
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        """Fills self with numbers drawn from the exponential distribution of rate lambd."""
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.exponential_values(self, lambd, generator))
+
+    def geometric_(self, p, *, generator=None):
+        """Fills self with the number of Bernoulli(p) trials up to the first success."""
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.geometric_values(self, p, generator))
+
+    def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+        """Fills self with exp(N(mean, std**2)) draws."""
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.log_normal_values(self, mean, std, generator))
+
+    def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+        """Fills self with numbers drawn from the Cauchy distribution."""
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.cauchy_values(self, median, sigma, generator))
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Fills self with 0/1 draws of probability p (a number or a tensor broadcast to
+        self)."""
+        _inplace.check_leaf(self)
+        return self._random_fill(_random.bernoulli_values(self, p, generator))
+
+    def bernoulli(self, p=None, *, generator=None):
+        """0/1 draws with self as the probabilities, or with probability p (see
+        cgrad.bernoulli)."""
+        return _random.bernoulli(self, p, generator=generator)
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Indices sampled from the distributions in the rows of self (see
+        cgrad.multinomial)."""
+        return _random.multinomial(self, num_samples, replacement, generator=generator)
 
     # -- comparisons (no gradient) -----------------------------------------------------
     def _cmp(self, other, fn):
@@ -629,6 +808,120 @@ def _uniform_bounds(args, kwargs):
             raise TypeError(f"uniform_() got multiple values for argument '{k}'")
         vals[k] = v
     return vals.get("from", 0.0), vals.get("to", 1.0)
+
+
+_TO_KEYWORDS = ("device", "dtype", "non_blocking", "copy", "memory_format")
+
+
+def _to_error(args, kwargs, bad=None):
+    got = ", ".join([_checks.type_name(a) for a in args]
+                    + [f"{k}={_checks.type_name(v)}" for k, v in kwargs.items()])
+    why = f" (argument '{bad}' has the wrong type)" if bad else ""
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}){why}, "
+                     "but expected one of:\n * (cgrad.device device = None, cgrad.dtype dtype = "
+                     "None, bool non_blocking = False, bool copy = False, *, "
+                     "cgrad.memory_format memory_format = None)\n * (cgrad.dtype dtype, bool "
+                     "non_blocking = False, bool copy = False, *, cgrad.memory_format "
+                     "memory_format = None)\n * (Tensor tensor, bool non_blocking = False, bool "
+                     "copy = False, *, cgrad.memory_format memory_format = None)")
+
+
+def _is_dtype(a):
+    """A dtype argument: a cgrad (NumPy) dtype, a NumPy scalar type, or bool/int/float/complex
+    (torch reads Python's types as dtypes too)."""
+    return isinstance(a, np.dtype) or (isinstance(a, type) and (
+        issubclass(a, np.generic) or a in (builtins.bool, builtins.int, builtins.float,
+                                          builtins.complex)))
+
+
+def _is_dtype_string(a):
+    """A string that is no device type but a NumPy dtype name ("float64"): cgrad's dtypes are
+    NumPy dtypes, so Tensor.to takes one as a dtype (torch refuses it as a device)."""
+    if not isinstance(a, str) or _checks.is_device_string(a):
+        return False
+    try:
+        return _creation._supported(np.dtype(a))
+    except TypeError:
+        return False
+
+
+def parse_to(args, kwargs, ndim=None):
+    """(dtype or None, copy, channels-last wanted) from the arguments of Tensor.to, in
+    torch's three forms; torch's errors for arguments that fit none (the device is checked:
+    Note [Devices] in cgrad/_device.py)."""
+    for k in kwargs:
+        if k not in _TO_KEYWORDS:
+            raise _to_error(args, kwargs)
+    first = args[0] if args else None
+    if isinstance(first, _C.TensorBase) or _is_dtype(first) or _is_dtype_string(first):
+        names = ("other", "non_blocking", "copy")     # to(tensor, ...) / to(dtype, ...)
+        if "dtype" in kwargs or "device" in kwargs:
+            raise _to_error(args, kwargs)
+    else:
+        names = ("device", "dtype", "non_blocking", "copy")
+    if len(args) > len(names):
+        if len(args) > 4:
+            raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} "
+                            "were given")
+        raise _to_error(args, kwargs)
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in given:
+            raise _to_error(args, kwargs)
+        given[k] = v
+    for flag in ("non_blocking", "copy"):
+        if not isinstance(given.get(flag, False), (builtins.bool, np.bool_)):
+            raise _to_error(args, kwargs, flag)
+    fmt = given.get("memory_format")
+    if fmt is not None and not isinstance(fmt, _device.memory_format):
+        raise _to_error(args, kwargs, "memory_format")
+    dtype = given.get("dtype")
+    if "other" in given:
+        other = given["other"]
+        dtype = other.dtype if isinstance(other, _C.TensorBase) else other
+    if dtype is not None:
+        if not (_is_dtype(dtype) or _is_dtype_string(dtype)):
+            raise _to_error(args, kwargs, "dtype")
+        dtype = _checks.dtype_of(dtype, "to")
+    device = _checks.check_device(given.get("device"), "to")
+    # torch copies for an explicit index ("cpu:0" is not a CPU tensor's device, "cpu")
+    copy = bool(given.get("copy", False)) or (device is not None and device.index is not None)
+    return dtype, copy, _device.check_memory_format(fmt, "to", ndim)
+
+
+def _type_dtype(dtype):
+    """The dtype Tensor.type(dtype) asks for: a dtype, a type name or a legacy class."""
+    if isinstance(dtype, str):
+        head, _, kind = dtype.rpartition(".")
+        if head.partition(".")[0] not in ("cgrad", "torch") or (
+                kind not in _legacy.BY_NAME and kind != "Tensor"):
+            raise ValueError(f"invalid type: '{dtype}'")
+        if head.endswith(".cuda"):
+            raise RuntimeError("Cannot initialize CUDA: cgrad is not compiled with CUDA "
+                               "enabled (it runs on the CPU only)")
+        return _dtype.get_default_dtype() if kind == "Tensor" else _legacy.BY_NAME[kind].dtype
+    if isinstance(dtype, _legacy.tensortype):
+        return dtype.dtype
+    if dtype is Tensor:
+        return _dtype.get_default_dtype()
+    if _is_dtype(dtype):
+        return np.dtype(dtype)
+    raise TypeError("dtype must be a type, str, or dtype object")
+
+
+def _layout_name(t):
+    return "Sparse" if t.is_sparse else "Strided"
+
+
+def _new_size(fname, args, size):
+    """The size of new_zeros/new_ones/new_empty: varargs, one sequence or size=."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fname}() got multiple values for argument 'size'")
+        return (size,)
+    if not args:
+        raise TypeError(f"{fname}() missing 1 required positional arguments: \"size\"")
+    return args
 
 
 def _view_dtype(t, dt):

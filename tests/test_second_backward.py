@@ -55,6 +55,15 @@ NOT_OPS = {
     "item": "conversion out of cgrad", "size": "metadata", "dim": "metadata",
     "numel": "metadata", "element_size": "metadata", "is_floating_point": "metadata",
     "cpu": "returns self", "to_sparse": "sparse layout (tests/test_sparse.py)",
+    "cuda": "raises: no CUDA (tests/test_devices.py)",
+    "pin_memory": "raises: no accelerator (tests/test_devices.py)",
+    "is_pinned": "metadata", "get_device": "metadata",
+    "type_as": "Tensor.to (tests/test_legacy.py)", "new": "legacy constructor (test_legacy.py)",
+    **{f"new_{k}": "factory (tests/test_factories.py)"
+       for k in ("tensor", "zeros", "ones", "empty", "full")},
+    **{k: "random draw, zero gradient (tests/test_factories.py)"
+       for k in ("bernoulli", "bernoulli_", "multinomial", "random_", "exponential_",
+                 "geometric_", "log_normal_", "cauchy_")},
 }
 # Module-level table entries that are not callables.
 NOT_CALLABLE = {"linalg", "return_types"}

@@ -332,6 +332,29 @@ def cross_default_dim():
     cgrad.cross(cgrad.ones(3, 3), cgrad.ones(3, 3))  # warns
 
 
+@case(r"To copy construct from a tensor, it is recommended to use sourceTensor\.detach\(\)")
+def new_tensor_from_a_tensor():
+    x = cgrad.ones(2)
+    x.new_tensor(x)  # warns
+
+
+@case(r"cgrad\.sparse\.SparseTensor\(indices, values, shape, \*, device=\) is deprecated")
+def legacy_sparse_constructor():
+    i = cgrad.tensor([[0, 1], [1, 0]])
+    cgrad.sparse.FloatTensor(i, cgrad.tensor([1.0, 2.0]), (2, 2))  # warns
+
+
+@case(r"The number of elements in the out tensor of shape \[2\] is 2 which does not match "
+      r"the computed number of elements 5")
+def arange_out_resized():
+    cgrad.arange(5, out=cgrad.zeros(2))  # warns
+
+
+@case(r"volatile was removed and now has no effect\. Use `with cgrad\.no_grad\(\):` instead")
+def variable_volatile():
+    cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

@@ -11,7 +11,7 @@ from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabl
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "inference_mode", "once_differentiable",
-           "detect_anomaly", "set_detect_anomaly", "graph"]
+           "detect_anomaly", "set_detect_anomaly", "graph", "Variable"]
 
 
 from cgrad.autograd.engine import (_make_grads, _tensors, backward,  # noqa: E402,F401
@@ -19,3 +19,4 @@ from cgrad.autograd.engine import (_make_grads, _tensors, backward,  # noqa: E40
 
 from cgrad.autograd import functional  # noqa: E402,F401
 from cgrad.autograd.gradcheck import gradcheck, gradgradcheck  # noqa: E402,F401
+from cgrad.autograd.variable import Variable  # noqa: E402,F401

@@ -1,9 +1,10 @@
 """cgrad.nn.init: torch.nn.init's initialisers.
 
 Every function fills its tensor in place (no graph is recorded, as under torch's no_grad),
-bumps its version counter and returns it. Random draws come from cgrad's generator
-(``cgrad.manual_seed``) unless ``generator`` (a ``numpy.random.Generator``) is given, so
-results are reproducible. Values are drawn in float64 and cast to the tensor's dtype.
+bumps its version counter and returns it. Random draws come from cgrad's default generator
+(``cgrad.manual_seed``) unless ``generator`` (a ``cgrad.Generator``, or a
+``numpy.random.Generator``) is given, so results are reproducible. Values are drawn in
+float64 and cast to the tensor's dtype.
 """
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ _LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv
 
 
 def _gen(generator):
-    if generator is not None:
-        return generator
-    from cgrad._creation import _rng
-    return _rng()
+    from cgrad._generator import numpy_generator
+    return numpy_generator(generator, "init")
 
 
 def _write(tensor, values):

@@ -26,6 +26,8 @@ SDDMM backend: ``backend()`` ('c' or 'numpy'), ``use_extension(flag)``,
 """
 from __future__ import annotations
 
+from cgrad.sparse._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                                  FloatTensor, IntTensor, LongTensor, ShortTensor)
 from cgrad.sparse._kernels import (backend, extension_available, get_num_threads,
                                    set_num_threads, use_extension)
 from cgrad.sparse._ops import (SparseAddmm, SparseMatMul, Sddmm, SpMM, log_softmax, matmul,
@@ -41,4 +43,6 @@ __all__ = ["SparseTensor", "sparse_coo_tensor", "from_scipy", "to_scipy", "to_sp
            "matmul", "spmm", "sddmm", "sum", "softmax", "log_softmax", "segment_sum",
            "segment_max", "segment_gather", "sparse_coo", "strided", "backend",
            "use_extension", "extension_available", "set_num_threads", "get_num_threads",
-           "SpMM", "Sddmm", "SparseMatMul", "SparseAddmm", "Pattern"]
+           "SpMM", "Sddmm", "SparseMatMul", "SparseAddmm", "Pattern", "FloatTensor",
+           "DoubleTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+           "ByteTensor", "BoolTensor"]

@@ -7,14 +7,17 @@ uses two gather buffers of ``CHUNK`` rows (about 4 MB at F = 64 in float64), nev
 
 Backend choice: the compiled kernel when it is built, unless the environment variable
 ``CGRAD_NO_SPARSE_EXT=1`` is set at import or ``use_extension(False)`` was called (tests run
-both). Threads: ``set_num_threads(n)``; the default is ``min(2, os.cpu_count())``, or
-``CGRAD_SPARSE_THREADS``. The result never depends on the thread count.
+both). Threads: ``set_num_threads(n)`` (or ``cgrad.set_num_threads``, which also sets the
+BLAS: Note [Thread pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``,
+or ``CGRAD_SPARSE_THREADS``. The result never depends on the thread count.
 """
 from __future__ import annotations
 
 import os
 
 import numpy as np
+
+from cgrad import _threads
 
 try:
     from cgrad import _sparse as _ext
@@ -24,16 +27,6 @@ except ImportError:  # pragma: no cover - only when the module was not built
 CHUNK = 8192
 
 _use_ext = _ext is not None and os.environ.get("CGRAD_NO_SPARSE_EXT", "") in ("", "0")
-
-
-def _default_threads():
-    env = os.environ.get("CGRAD_SPARSE_THREADS", "")
-    if env.strip():
-        return max(1, int(env))
-    return max(1, min(2, os.cpu_count() or 1))
-
-
-_num_threads = _default_threads()
 
 
 def extension_available():
@@ -57,15 +50,15 @@ def backend():
 
 def set_num_threads(n):
     """Number of threads for the compiled SDDMM kernel (>= 1)."""
-    global _num_threads
     n = int(n)
     if n < 1:
         raise ValueError(f"set_num_threads: expected a positive number, got {n}")
-    _num_threads = n
+    _threads.set_sparse_threads(n)
 
 
 def get_num_threads():
-    return _num_threads
+    """Number of threads of the compiled SDDMM kernel."""
+    return _threads.sparse_threads()
 
 
 def _rows(a):
@@ -108,5 +101,5 @@ def sddmm(row, col, G, B):
     them again and raises IndexError, the NumPy path clips.
     """
     if _use_ext and G.dtype.kind == "f" and G.dtype.itemsize in (4, 8):
-        return _ext.sddmm(row, col, _rows(G), _rows(B), None, _num_threads)
+        return _ext.sddmm(row, col, _rows(G), _rows(B), None, _threads.sparse_threads())
     return sddmm_numpy(row, col, G, B)

@@ -25,7 +25,7 @@ import builtins
 
 import numpy as np
 
-from cgrad import _C, _dtype
+from cgrad import _C, _device, _dtype
 from cgrad._tensor_str import _add_suffixes, _dtype_str, _tensor_str
 from cgrad.autograd.function import Function
 from cgrad.sparse._pattern import Pattern, cached_pattern, segment_sum_np
@@ -39,20 +39,8 @@ _TensorBase = _C.TensorBase
 _OPS = {}
 
 
-class _Layout:
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return "cgrad." + self.name
-
-    __str__ = __repr__
-
-
-sparse_coo = _Layout("sparse_coo")
-strided = _Layout("strided")
+sparse_coo = _device.sparse_coo
+strided = _device.strided
 
 _SUPPORTED = ("matmul/mm with a dense operand, t(), coalesce(), to_dense(), sum, softmax, "
               "addition and multiplication by a scalar")
@@ -136,7 +124,7 @@ def _check_values_dtype(dt):
 
 def _make(pattern, vals, coalesced=False):
     """A new sparse tensor (no history) with this pattern and values array."""
-    t = SparseTensor.__new__(SparseTensor)
+    t = _TensorBase.__new__(SparseTensor)       # not Tensor.__new__ (the legacy constructor)
     t._data = _placeholder(pattern.shape, vals.dtype)
     t._pattern = pattern
     t._vals = vals
@@ -158,6 +146,10 @@ class SparseTensor(Tensor):
     """
 
     __slots__ = ("_pattern", "_vals", "_coalesced")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("cgrad.sparse.SparseTensor cannot be constructed directly; use "
+                        "cgrad.sparse_coo_tensor(indices, values, size)")
 
     # -- layout and storage --------------------------------------------------------------
     @property
@@ -271,14 +263,13 @@ class SparseTensor(Tensor):
         raise RuntimeError("unsupported memory format option Contiguous")
 
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a != "cpu"):
-                dtype = a
+        """Tensor.to's forms (cgrad.tensor.parse_to): self when nothing changes (unless
+        copy=True), else a copy with the values cast."""
+        from cgrad.tensor import parse_to
+        dtype, copy, _ = parse_to(args, kwargs)
         if dtype is None:
-            return self
-        dtype = np.dtype(dtype)
-        if dtype == self._vals.dtype:
+            dtype = self._vals.dtype
+        if dtype == self._vals.dtype and not copy:
             return self
         _check_values_dtype(dtype)
         return _SparseToCopy.apply(self, dtype)

@@ -112,30 +112,26 @@ def set_checkpoint_debug_enabled(enabled):
 # ------------------------------------------------------------------------------------------
 # RNG state: cgrad's global generator (cgrad.manual_seed, rand, randn, dropout)
 # ------------------------------------------------------------------------------------------
-def _rng_holder():
-    from cgrad import _creation
-    return _creation._gen
-
-
 def _rng_snapshot():
-    """A copy of the current generator (its state at this point)."""
-    return copy.deepcopy(_rng_holder()[0])
+    """The default generator's state at this point."""
+    from cgrad import _generator
+    return _generator.get_rng_state()
 
 
 @contextlib.contextmanager
 def _fork_rng(snapshot, enabled):
-    """Run the block with a copy of `snapshot` as the global generator, then put the
-    surrounding generator back untouched (torch.random.fork_rng + set_rng_state)."""
+    """Run the block with the default generator in the state `snapshot`, then put the
+    surrounding state back untouched (torch.random.fork_rng + set_rng_state)."""
     if not enabled or snapshot is None:
         yield
         return
-    holder = _rng_holder()
-    saved = holder[0]
-    holder[0] = copy.deepcopy(snapshot)
+    from cgrad import _generator
+    saved = _generator.get_rng_state()
+    _generator.set_rng_state(snapshot)
     try:
         yield
     finally:
-        holder[0] = saved
+        _generator.set_rng_state(saved)
 
 
 # ------------------------------------------------------------------------------------------

@@ -51,6 +51,18 @@ def main() -> None:
     parts: tuple[cgrad.Tensor, ...] = cgrad.split(w.detach(), 2)
     shape: cgrad.Size = w.shape
     print(len(losses), len(parts), tuple(shape), w.is_leaf, w.grad_fn is None)
+    assert devices_and_generators() == "cpu True True True float64"
+
+
+def devices_and_generators() -> str:
+    """Devices, generators and the torch idioms around them."""
+    dev: cgrad.device = cgrad.device("cuda" if cgrad.cuda.is_available() else "cpu")
+    g: cgrad.Generator = cgrad.Generator().manual_seed(1)
+    x = cgrad.rand(2, 3, generator=g, device=dev).to(dev, cgrad.float64)
+    same: bool = x.device == dev and x.device.type == "cpu" and x.device.index is None
+    seed: int = cgrad.initial_seed() + g.initial_seed()
+    n: int = cgrad.get_num_threads()
+    return f"{dev} {same} {seed > 0} {n > 0} {x.new_zeros(2).dtype}"
 
 
 if __name__ == "__main__":

@@ -481,25 +481,12 @@ class Module:
         return self._apply(fn)
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to(tensor)`` (its dtype) or ``to("cpu")``: cast the floating-point
-        parameters and buffers in place (CPU only); returns self."""
+        """``to(device=None, dtype=None, non_blocking=False)``, ``to(dtype)``, ``to(tensor)``
+        (its dtype) or ``to(memory_format=...)``, as Tensor.to takes them: cast the
+        floating-point parameters and buffers in place (CPU only); returns self."""
         from cgrad import _dtype
-        dtype = kwargs.get("dtype")
-        device = kwargs.get("device")
-        from cgrad import _checks
-        for a in args:
-            if isinstance(a, _C.TensorBase):
-                dtype = a.dtype
-            elif isinstance(a, str) and _checks.is_device_string(a):
-                device = a
-            elif isinstance(a, str):
-                try:
-                    dtype = np.dtype(a)
-                except TypeError:
-                    device = a          # neither a dtype nor a device: the device error
-            elif a is not None:
-                dtype = a
-        _checks.check_device(device, "to")
+        from cgrad.tensor import parse_to
+        dtype, _, _ = parse_to(args, kwargs)
         if dtype is None:
             return self
         dtype = np.dtype(_dtype.to_dtype(dtype))
@@ -526,7 +513,13 @@ class Module:
         return self._apply(lambda a: a.astype(dtype) if a.dtype != dtype else a)
 
     def cpu(self):
+        """self: parameters and buffers live in CPU memory."""
         return self
+
+    def cuda(self, device=None):
+        """Raises what torch built without CUDA raises: cgrad runs on the CPU only."""
+        from cgrad import _device
+        _device.refuse_cuda(device)
 
     def share_memory(self):
         return self
