@@ -56,8 +56,17 @@ default_collate = _collate.default_collate
 default_convert = _collate.default_convert
 get_worker_info = _worker.get_worker_info
 
+_REPLICA_HINT = ("For multiprocessing data-loading, this could be caused by not properly "
+                 "configuring the IterableDataset replica at each worker. Please see the "
+                 "documentation of cgrad.utils.data.IterableDataset for examples.")
 _POLL = 0.2            # seconds of waiting for data between checks that the workers live
 _exiting = [False]     # set at interpreter exit: iterators deleted then leave workers be
+# id(iterator) -> its processes, queues and event, until its workers are shut down. An
+# iterator often dies in a reference cycle (an exception's traceback holds its frames); the
+# cycle collector would then run the queues' own finalizers (which stop their feeder
+# threads) before the iterator's __del__, whose stop messages would never be sent. Held
+# here, they stay reachable until the shutdown is done.
+_live_workers: dict = {}
 
 
 @atexit.register
@@ -340,15 +349,9 @@ class _BaseDataLoaderIter:
         n = self._IterableDataset_len_called
         if n is not None and self._num_yielded > n and \
                 self._dataset_kind == _DatasetKind.Iterable:
-            msg = (f"Length of IterableDataset {self._dataset} was reported to be {n}(when "
-                   f"accessing len(dataloader)), but {self._num_yielded} samples have been "
-                   "fetched. ")
-            if self._num_workers > 0:
-                msg += ("For multiprocessing data-loading, this could be caused by not "
-                        "properly configuring the IterableDataset replica at each worker. "
-                        "Please see https://pytorch.org/docs/stable/data.html#torch.utils.data"
-                        ".IterableDataset for examples.")
-            _warn(msg)
+            _warn(f"Length of IterableDataset {self._dataset} was reported to be {n}(when "
+                  f"accessing len(dataloader)), but {self._num_yielded} samples have been "
+                  f"fetched. {_REPLICA_HINT if self._num_workers > 0 else ''}")
         return data
 
     def __len__(self) -> int:
@@ -397,6 +400,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues: list = []
         self._workers: list = []
+        _live_workers[id(self)] = (self._workers, self._index_queues, self._worker_result_queue,
+                                   self._workers_done_event)
         self._shutdown = False
         try:
             for i in range(self._num_workers):
@@ -561,6 +566,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if w.is_alive():
                     w.terminate()
                     w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)
+            _live_workers.pop(id(self), None)
 
     def __del__(self):
         self._shutdown_workers()

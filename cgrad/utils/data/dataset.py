@@ -59,7 +59,7 @@ class TensorDataset(Dataset[tuple]):
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(t[index] for t in self.tensors)
+        return tuple([t[index] for t in self.tensors])
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)

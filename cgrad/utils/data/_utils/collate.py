@@ -127,14 +127,6 @@ def collate(batch: Any, *, collate_fn_map: dict | None = None) -> Any:
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
-def _stack_arrays(arrays):
-    """np.stack of same-shape, same-dtype arrays, as one concatenate."""
-    first = arrays[0]
-    if first.ndim == 0:
-        return np.array(arrays)
-    return np.concatenate(arrays).reshape((len(arrays),) + first.shape)
-
-
 def collate_tensor_fn(batch: list, *, collate_fn_map: dict | None = None) -> Any:
     """Stack a batch of tensors along a new first dimension."""
     elem = batch[0]
@@ -142,20 +134,21 @@ def collate_tensor_fn(batch: list, *, collate_fn_map: dict | None = None) -> Any
         raise RuntimeError("Batches of sparse tensors are not currently supported by the "
                            "default collate_fn; please provide a custom collate_fn to handle "
                            "them appropriately.")
-    first = elem._data
-    shape, dt = first.shape, first.dtype
-    direct = not (_C.is_grad_enabled() and any(t.requires_grad for t in batch))
+    direct = all(isinstance(t, _C.TensorBase) for t in batch) and not (
+        _C.is_grad_enabled() and any([t.requires_grad for t in batch]))
     if direct:
-        arrays = []
-        for t in batch:
-            a = t._data if isinstance(t, _C.TensorBase) else None
-            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dt:
+        arrays = [t._data for t in batch]
+        first = arrays[0]
+        shape, dt = first.shape, first.dtype
+        for a in arrays:
+            if a.__class__ is not np.ndarray or a.shape != shape or a.dtype != dt:
                 direct = False
                 break
-            arrays.append(a)
-    if direct:
-        return _C._wrap(_stack_arrays(arrays))
-    return joining.stack(batch, 0)        # mixed shapes/dtypes/grad: the op, its errors
+    if not direct:             # mixed shapes or dtypes, a graph to record: the op, its errors
+        return joining.stack(batch, 0)
+    if not shape:
+        return _C._wrap(np.fromiter(arrays, dtype=dt, count=len(arrays)))
+    return _C._wrap(np.concatenate(arrays).reshape((len(arrays),) + shape))
 
 
 def collate_numpy_array_fn(batch: list, *, collate_fn_map: dict | None = None) -> Any:
