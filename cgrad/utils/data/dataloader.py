@@ -370,9 +370,10 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
             raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         if self._num_workers != 0:
             raise AssertionError("_SingleProcessDataLoaderIter requires num_workers == 0")
-        self._fetch = _fetch.create_fetcher(self._dataset_kind, self._dataset,
-                                            self._auto_collation, self._collate_fn,
-                                            self._drop_last).fetch
+        self._dataset_fetcher = _fetch.create_fetcher(self._dataset_kind, self._dataset,
+                                                      self._auto_collation, self._collate_fn,
+                                                      self._drop_last)
+        self._fetch = self._dataset_fetcher.fetch
 
     def _next_data(self):
         return self._fetch(next(self._sampler_iter))
@@ -394,6 +395,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             raise AssertionError("prefetch_factor must be greater than 0 for "
                                  "MultiProcessingDataLoaderIter")
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
+        self._owner_pid = os.getpid()
         self._worker_init_fn = loader.worker_init_fn
         self._worker_result_queue = ctx.Queue()
         self._data_queue = self._worker_result_queue
@@ -547,7 +549,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self):
-        if _exiting[0] or self._shutdown:
+        # not at interpreter exit, not twice, not from a forked copy of this iterator (a
+        # worker of a later iterator collecting its inherited garbage)
+        if _exiting[0] or self._shutdown or os.getpid() != self._owner_pid:
             return
         self._shutdown = True
         try:

@@ -34,14 +34,17 @@ __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 MP_STATUS_CHECK_INTERVAL = 5.0      # seconds between a worker's checks that the parent lives
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkerInfo:
     """What ``get_worker_info()`` tells a worker process: its ``id`` (0 .. num_workers - 1),
-    ``num_workers``, the ``seed`` it was seeded with, and its own copy of the ``dataset``."""
+    ``num_workers``, the ``seed`` it was seeded with, and its own copy of the ``dataset``
+    (``rng`` and ``worker_method`` as torch's: None and "multiprocessing")."""
     id: int
     num_workers: int
     seed: int
     dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
 
 
 _worker_info: WorkerInfo | None = None
