@@ -415,7 +415,7 @@ def test_shuffling_draws_as_torch_does():
     epoch1 = [b.tolist() for b in DataLoader(ds, batch_size=4, shuffle=True)]
     after = cgrad.get_rng_state()
     cgrad.manual_seed(11)
-    base, sampler_seed = _seed_draws(2)
+    _base, sampler_seed = _seed_draws(2)
     assert cgrad.get_rng_state().tolist() == after.tolist()
     order = list(RandomSampler(ds, generator=cgrad.Generator().manual_seed(sampler_seed)))
     assert [x for b in epoch1 for x in b] == order
