@@ -355,6 +355,47 @@ def variable_volatile():
     cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
 
 
+@case(r"`cummulative_sizes` attribute is renamed to `cumulative_sizes`")
+def concat_dataset_cummulative_sizes():
+    cgrad.utils.data.ConcatDataset([[1], [2]]).cummulative_sizes  # warns  # noqa: B018
+
+
+@case(r"Length of split at index 1 is 0\. This might result in an empty dataset\.")
+def random_split_empty_part():
+    cgrad.utils.data.random_split(range(4), [1.0, 0.0])  # warns
+
+
+@case(r"This DataLoader will create 100000 worker processes in total\.")
+def dataloader_too_many_workers():
+    cgrad.utils.data.DataLoader([1], num_workers=100000)  # warns
+
+
+@case(r"'pin_memory' argument is set as true but no accelerator is found")
+def dataloader_pin_memory():
+    list(cgrad.utils.data.DataLoader([1], pin_memory=True))  # warns
+
+
+@case(r"pin_memory_device is deprecated, the current accelerator will be used")
+def dataloader_pin_memory_device():
+    list(cgrad.utils.data.DataLoader([1], pin_memory=True, pin_memory_device="cuda"))  # warns
+
+
+@case(r"Length of IterableDataset .* was reported to be 1\(when accessing len\(dataloader\)\), "
+      r"but 2 samples have been fetched\. $")
+def dataloader_iterable_longer_than_its_len():
+    class Two(cgrad.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter([1, 2])
+
+        def __len__(self):
+            return 1
+    loader = cgrad.utils.data.DataLoader(Two())
+    len(loader)
+    batches = iter(loader)
+    next(batches)
+    next(batches)  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""
