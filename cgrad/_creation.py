@@ -68,6 +68,16 @@ def _has_f64_leaf(data):
     return False
 
 
+def _is_floating(x):
+    """A leaf that makes a list of numbers floating point in torch (a float or complex
+    number, or an array/Tensor whose dtype is not integral)."""
+    if isinstance(x, (builtins.float, complex, np.floating, np.complexfloating)):
+        return True
+    if isinstance(x, _C.TensorBase):
+        x = x._data
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
 def _first_bad_leaf(data):
     return next((x for x in _leaves(data) if not isinstance(
         x, (builtins.bool, builtins.int, builtins.float, complex, np.generic, np.ndarray,
@@ -162,6 +172,9 @@ def _from_list(data):
                                                   and x.dtype == np.uint64)
             for x in _leaves(data)):
         raise ValueError(_OVERFLOW)         # Python ints >= 2**63
+    elif arr.dtype == np.float64 and not any(_is_floating(x) for x in _leaves(data)) and any(
+            type(x) is builtins.int and not -2 ** 63 <= x < 2 ** 63 for x in _leaves(data)):
+        raise ValueError(_OVERFLOW)         # ints beyond int64 that NumPy made float64
     if arr.ndim > _depth(data):             # arrays or tensors among the items
         _check_tensor_leaves(data)
         if all(x.size == 1 for x in _leaves(data) if isinstance(x, _C.TensorBase)) and any(

@@ -164,6 +164,13 @@ OPTION_CASES = [
     ("r = T.zeros_like(T.ones(2), device='cuda')", NOCUDA),
     ("r = T.zeros_like(T.ones(2), memory_format=T.channels_last)", "required rank 4 tensor"),
     ("r = T.ones_like(T.ones(2), dtype=T.int64, requires_grad=True)", FLOATGRAD),
+    # tensor(): Python ints beyond int64 among others (NumPy would make them float64)
+    ("r = T.tensor([2**63, 1])", "Overflow when unpacking long long"),
+    ("r = T.tensor([1, -2**63 - 1])", "Overflow when unpacking long long"),
+    ("r = T.tensor([[1, 2], [2**64, 3]])", "Overflow when unpacking long long"),
+    ("r = T.tensor([2**63, 1.5])", None),
+    ("r = T.tensor([1, 2.0])", None),
+    ("r = T.tensor([T.tensor(1.5), 2])", None),
 ]
 
 
