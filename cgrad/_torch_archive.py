@@ -81,6 +81,10 @@ class LoadedStorage:
             self._views[dtype] = arr
         return arr
 
+    def forget_views(self):
+        for k in [k for k in self._views if k != "big"]:
+            del self._views[k]
+
     # what torch's storages answer, for map_location callables
     @property
     def device(self):
@@ -310,10 +314,10 @@ def read_legacy(data, map_location=None, weights_only=True):
             raise LoadError(f"cgrad.load: not a checkpoint: its {what} is unreadable ({e})") \
                 from None
         pos = r.pos
-    if head[0] != LEGACY_MAGIC:
-        raise LoadError("cgrad.load: not a checkpoint: a pickle that is not torch's legacy "
-                        "format (no magic number); cgrad.load reads files written by "
-                        "torch.save and cgrad.save")
+        if head[0] != LEGACY_MAGIC:
+            raise LoadError("cgrad.load: not a checkpoint: a pickle that is not torch's legacy "
+                            "format (no magic number); cgrad.load reads files written by "
+                            "torch.save and cgrad.save")
     if head[1] != LEGACY_PROTOCOL:
         raise LoadError(f"cgrad.load: legacy protocol version {head[1]!r} is not supported")
     info = head[2]
@@ -378,6 +382,8 @@ def read_legacy(data, map_location=None, weights_only=True):
     missing = set(order) - set(keys)
     if missing:
         raise _bad(f"storage {sorted(missing)[0]} has no data")
+    for s in list(storages.values()) + list(views.values()):
+        s.forget_views()            # typed views made in the first pass predate the data
     return Reader(data, persistent_load, weights_only, start).load()
 
 

@@ -452,7 +452,8 @@ def _unsupported_global(path, weights_only):
 
 
 # -- the reader -----------------------------------------------------------------------------
-_MARK = object()
+class _Passthrough(Exception):
+    """Carries an error of map_location (not the file's fault) out of the machine."""
 
 
 class Reader:
@@ -504,6 +505,8 @@ class Reader:
             return self._run()
         except LoadError:
             raise
+        except _Passthrough as e:
+            raise e.args[0] from None
         except RecursionError:
             raise _bad("the pickle is nested too deeply") from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError,
@@ -675,7 +678,12 @@ class Reader:
                                "builds only what it rebuilds itself)")
             elif op in (0x51, 0x50):                        # BINPERSID, PERSID
                 pid = stack.pop() if op == 0x51 else self._line()
-                stack.append(self.persistent_load(pid))
+                try:
+                    stack.append(self.persistent_load(pid))
+                except LoadError:
+                    raise
+                except Exception as e:      # map_location's own errors reach the caller
+                    raise _Passthrough(e) from None
             else:
                 raise _bad(f"the pickle uses opcode {bytes([op])!r}, which cgrad does not read "
                            "(it reads what torch.save writes)")
