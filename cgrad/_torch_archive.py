@@ -239,8 +239,8 @@ class _ZipReader:
         if start + nbytes > self.size:
             raise _bad(f"storage record {zi.filename} is truncated: {nbytes} bytes declared, "
                        f"{max(self.size - start, 0)} there")
-        if self.mm is not None:
-            return self.mm[start:start + nbytes]
+        if self.mm is not None:         # its own root array: saved again, it is one storage
+            return np.frombuffer(self.mm, np.uint8, nbytes, start)
         out = np.empty(nbytes, np.uint8)
         f.seek(start)
         got = f.readinto(memoryview(out)) if hasattr(f, "readinto") else None

@@ -20,9 +20,8 @@ also a ``pickle.UnpicklingError`` (what torch.load raises for files it refuses t
 from __future__ import annotations
 
 import io
+import mmap as _mmap
 import os
-
-import numpy as np
 
 from cgrad import _torch_archive as _archive
 from cgrad._npz_archive import STRUCT_ENTRY, load_npz
@@ -92,13 +91,6 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         write(fh, pkl, table)
 
 
-_WHY_NO_PICKLE = """weights_only=False does not switch to Python's pickle: cgrad.load never runs code
-named by a file. What torch files need beyond weights_only=True is mostly torch's own classes
-(pickled modules, optimizers), which cgrad could not build anyway, and NumPy objects, which
-cgrad rebuilds itself; so weights_only=False adds NumPy arrays, scalars and dtypes (not
-object arrays) and frozensets, and still refuses any other global."""
-
-
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
          **pickle_load_args):
     """Load an object saved by :func:`save` or by ``torch.save`` (zip or legacy format) from
@@ -118,7 +110,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     ``weights_only=True`` (the default): the file's pickle may name only tensors, parameters,
     containers, numbers, strings, bytes, sets, complex numbers, dtypes, ``torch.Size`` and
     ``torch.device``, as torch's ``weights_only`` unpickler; anything else raises
-    :class:`LoadError` ("Unsupported global: GLOBAL os.system ..."). """ + _WHY_NO_PICKLE + """
+    :class:`LoadError` ("Unsupported global: GLOBAL os.system ...").
+
+    ``weights_only=False`` does not switch to Python's pickle: cgrad.load never runs code
+    named by a file. What torch files need beyond ``weights_only=True`` is mostly torch's own
+    classes (pickled modules, optimizers), which cgrad could not build anyway, and NumPy
+    objects, which cgrad rebuilds itself; so ``weights_only=False`` adds NumPy arrays, scalars
+    and dtypes (not object arrays) and frozensets, and still refuses any other global.
 
     ``mmap=True`` maps the storages of a zip checkpoint from the file (copy on write: writes
     to the tensors do not reach the file) instead of reading them; ``f`` must be a path.
@@ -171,8 +169,8 @@ def _load(fh, map_location, weights_only, mmap_path):
             raise LoadError("cgrad.load: not a cgrad archive nor a torch checkpoint: a zip "
                             "archive without data.pkl")
         mm = None
-        if mmap_path is not None:
-            mm = np.memmap(mmap_path, np.uint8, mode="c")
+        if mmap_path is not None:         # copy on write; each storage a root array over it
+            mm = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
         return _archive.read_zip(fh, zf, map_location, weights_only, mm)
     if mmap_path is not None:
         raise RuntimeError("mmap can only be used with files saved with "

@@ -416,6 +416,10 @@ def test_mmap(tmp_path):
     assert r["w"].tolist() == list(range(10)) and isinstance(r["w"]._data.base, np.ndarray)
     r["w"].data[0] = 100.0                       # copy on write: the file is unchanged
     assert path.read_bytes() == before
+    again = tmp_path / "again.pt"                # each storage is its own, not the whole map
+    cgrad.save(r, again)
+    assert again.stat().st_size == len(before)
+    assert cgrad.load(again)["w"].tolist()[:2] == [100, 1]
     with pytest.raises(ValueError, match="file path"):
         cgrad.load(io.BytesIO(before), mmap=True)
     cgrad.save({"w": cgrad.ones(1)}, path, _use_new_zipfile_serialization=False)
@@ -464,6 +468,12 @@ def test_safetensors_round_trip(tmp_path):
             assert r[k].dtype == t[k].dtype and tuple(r[k].shape) == tuple(t[k].shape), k
             np.testing.assert_array_equal(r[k].numpy(), t[k].numpy())
     assert st.metadata_of(tmp_path / "a.safetensors") == {"format": "pt"}
+    r = st.load_file(tmp_path / "a.safetensors")
+    r["a"].data[0, 0] = 5.0                      # writable, and each tensor its own storage
+    buf, ref = io.BytesIO(), io.BytesIO()
+    cgrad.save({"a": r["a"]}, buf)
+    cgrad.save({"a": r["a"].clone()}, ref)
+    assert len(buf.getvalue()) == len(ref.getvalue())
     data = (tmp_path / "a.safetensors").read_bytes()
     n = struct.unpack("<Q", data[:8])[0]
     assert n % 8 == 0 and json.loads(data[8:8 + n])["__metadata__"] == {"format": "pt"}
@@ -697,11 +707,12 @@ def test_cgrad_model_into_torch_model(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_cgrad_zoo_into_torch(tmp_path):
+@pytest.mark.parametrize("zip_format", [True, False])
+def test_cgrad_zoo_into_torch(tmp_path, zip_format):
     torch = pytest.importorskip("torch")
     z = _zoo()
     path = tmp_path / "zoo.pt"
-    cgrad.save(z, path)
+    cgrad.save(z, path, _use_new_zipfile_serialization=zip_format)
     r = torch.load(path, weights_only=True)
     assert list(r) == list(z)
     for k, v in z.items():

@@ -156,12 +156,16 @@ def _parse(buf):
     return entries, 8 + n, meta
 
 
-def _build(buf, entries, start):
+def _build(data, entries, start):
+    """The tensors over bytearray data: each its own array over the buffer (aligned ones
+    are views; saved again with cgrad.save, each is its own storage)."""
     out = {}
     for name, dt, shape, begin, end in sorted(entries, key=lambda e: e[0]):
-        raw = buf[start + begin:start + end]
-        arr = raw.view(dt) if raw.size and (raw.ctypes.data % dt.itemsize == 0) else \
-            raw.copy().view(dt)
+        count = (end - begin) // dt.itemsize
+        if (start + begin) % dt.itemsize == 0:
+            arr = np.frombuffer(data, dt, count, start + begin)
+        else:
+            arr = np.frombuffer(bytes(data[start + begin:start + end]), dt, count).copy()
         arr = arr.reshape(shape)
         if not dt.isnative:
             arr = arr.astype(dt.newbyteorder("="))
@@ -173,18 +177,21 @@ def load(data):
     """The dict of tensors in safetensors bytes ``data``."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"safetensors.load expects bytes, not {type(data).__name__}")
-    buf = np.frombuffer(bytearray(data), np.uint8)
-    entries, start, _ = _parse(buf)
-    return _build(buf, entries, start)
+    data = bytearray(data)
+    entries, start, _ = _parse(data)
+    return _build(data, entries, start)
 
 
 def load_file(filename, device="cpu"):
     """The dict of tensors in the safetensors file ``filename`` (on the CPU: ``device``
     must be the CPU)."""
     _device.check(device, "load_file")
-    buf = np.fromfile(os.fspath(filename), np.uint8)
-    entries, start, _ = _parse(buf)
-    return _build(buf, entries, start)
+    with open(os.fspath(filename), "rb") as f:
+        data = bytearray(os.fstat(f.fileno()).st_size)
+        n = f.readinto(data)
+    del data[n:]
+    entries, start, _ = _parse(data)
+    return _build(data, entries, start)
 
 
 def metadata_of(filename):
