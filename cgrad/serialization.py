@@ -1,162 +1,37 @@
-"""cgrad.save / cgrad.load: state dicts to a NumPy ``.npz`` archive, never pickle.
+"""cgrad.save / cgrad.load: checkpoints that move between cgrad and torch.
 
-``save(obj, f)`` accepts Tensors (and Parameters), NumPy arrays and scalars, Python numbers,
-strings, None, and dicts (including OrderedDict, with str/int/float/bool/None/tuple keys),
-lists and tuples of these, nested arbitrarily: a module's ``state_dict()``, an optimizer's
-``state_dict()``, or a checkpoint dict holding both and an epoch number. Every array is one
-entry of the archive (``np.savez``); the nesting is described by a JSON document stored as
-the entry ``__cgrad_structure__``. ``load`` reads it back with ``allow_pickle=False``, so
-loading a file never runs code. Objects appearing several times (the same Tensor under two
-keys) are stored once and come back as one object. Other objects (modules, functions,
-arbitrary classes) are refused with a TypeError: save their ``state_dict()`` instead.
+``save`` writes torch's zip format (what ``torch.save`` writes: ``torch.load(f,
+weights_only=True)`` reads a cgrad checkpoint of a state dict or an optimizer's state dict),
+``load`` reads it back, and reads files written by ``torch.save`` in the zip format and in the
+legacy one (``_use_new_zipfile_serialization=False``), without torch, and the NumPy ``.npz``
+archives that earlier cgrad versions wrote. The format is told from the file's first bytes.
 
-Note [Flat structure]: the structure (format version 2) is a flat list of nodes, each
-container referring to its items by node index (``{"@": i}``; strings, None, bools, ints and
-finite floats are written inline). Saving and loading walk it with loops, never recursion,
-so a list nested 100,000 deep is stored and read back (torch's pickle raises RecursionError),
-and the JSON document is never deeper than three levels. Containers get their index before
-their items (an item's index is larger than its container's), which ``load`` checks; a
-reference cycle is refused when saving. Version 1 files (nested nodes) are still read.
+Loading never runs code from the file: the pickle inside a torch checkpoint is read by
+cgrad's own restricted unpickler (Note [Restricted unpickler] in cgrad/_torch_pickle.py),
+which accepts what ``torch.load(weights_only=True)`` accepts and refuses anything else with
+:class:`LoadError`, naming the global it refused. The containers, their checks, and how shared
+storages stay shared are Note [Checkpoint archives] in cgrad/_torch_archive.py.
 
-Every way an archive can be broken (truncated, not a zip, no structure, malformed JSON, a
-node that does not make sense) raises one error type, :class:`LoadError`: a RuntimeError
-(what torch.load raises for most corrupted files) that is also a ``pickle.UnpicklingError``
-(what torch.load raises for files it refuses to unpickle).
+Every way a file can be broken (truncated, not a checkpoint, a pickle naming code, a record
+of the wrong size, a tensor reaching outside its storage) raises one error type,
+:class:`LoadError`: a RuntimeError (what torch.load raises for most corrupted files) that is
+also a ``pickle.UnpicklingError`` (what torch.load raises for files it refuses to unpickle).
 """
 from __future__ import annotations
 
 import io
-import json
+import mmap as _mmap
 import os
-import pickle
-import zipfile
-from collections import OrderedDict
 
-import numpy as np
-
-from cgrad import _C
+from cgrad import _torch_archive as _archive
+from cgrad._npz_archive import STRUCT_ENTRY, load_npz
+from cgrad._torch_pickle import LoadError, Writer
 
 __all__ = ["save", "load", "LoadError"]
-
-_STRUCT_KEY = "__cgrad_structure__"
-_FORMAT = "cgrad-npz"
-_VERSION = 2
-_LEAVES = ("tensor", "ndarray", "npscalar", "dtype", "float", "complex")
-
-
-class LoadError(RuntimeError, pickle.UnpicklingError):
-    """cgrad.load could not read the file: it is not a (valid) cgrad archive."""
 
 
 class _NotAFile(AttributeError, TypeError):
     """torch reads ``f.seek``/``f.write`` first (AttributeError); also a TypeError."""
-
-
-def _inline(obj):
-    """Is obj written inline in the structure (a JSON scalar that reads back as itself)?"""
-    if obj is None or isinstance(obj, (bool, str)):
-        return True
-    if isinstance(obj, int):
-        return type(obj) is int
-    return type(obj) is float and obj == obj and obj not in (float("inf"), float("-inf"))
-
-
-class _Writer:
-    def __init__(self):
-        self.arrays = {}
-        self.memo = {}          # id(tensor or array) -> node index (stored once)
-        self.keep = []          # keep memoised objects alive while saving
-        self.nodes = []
-        self.stack = []         # containers whose items are still to be written
-
-    def _node(self, node):
-        self.nodes.append(node)
-        return {"@": len(self.nodes) - 1}
-
-    def _store(self, obj, arr, node):
-        idx = self.memo.get(id(obj))
-        if idx is None:
-            if arr.dtype == object or arr.dtype.hasobject:
-                raise TypeError("cgrad.save cannot store arrays of Python objects "
-                                "(dtype=object); that would need pickle")
-            key = f"a{len(self.arrays)}"
-            self.arrays[key] = arr
-            node["k"] = key
-            idx = self._node(node)["@"]
-            self.memo[id(obj)] = idx
-            self.keep.append(obj)
-        return {"@": idx}
-
-    def ref(self, obj):
-        """The reference to obj in its container: inline, or a new node's index."""
-        if _inline(obj):
-            return obj
-        if isinstance(obj, bool) or isinstance(obj, int):      # an int subclass
-            return int(obj)
-        if isinstance(obj, float):
-            return self._node({"t": "float", "v": repr(float(obj))})
-        if isinstance(obj, complex):
-            return self._node({"t": "complex", "re": repr(obj.real), "im": repr(obj.imag)})
-        if isinstance(obj, str):
-            return str(obj)
-        if isinstance(obj, _C.TensorBase):
-            from cgrad.nn.parameter import Parameter
-            node = {"t": "tensor", "rg": bool(obj.requires_grad and obj.is_leaf)}
-            if isinstance(obj, Parameter):
-                node["param"] = True
-            return self._store(obj, obj._data, node)
-        if isinstance(obj, np.ndarray):
-            return self._store(obj, obj, {"t": "ndarray"})
-        if isinstance(obj, np.generic):
-            return self._store(obj, np.asarray(obj), {"t": "npscalar"})
-        if isinstance(obj, np.dtype):
-            return self._node({"t": "dtype", "v": obj.str})
-        if isinstance(obj, dict):
-            kind = "odict" if isinstance(obj, OrderedDict) else "dict"
-        elif isinstance(obj, list):
-            kind = "list"
-        elif isinstance(obj, tuple):
-            if hasattr(obj, "_fields"):
-                raise TypeError(f"cgrad.save cannot store namedtuple {type(obj).__name__} "
-                                "(convert it to a tuple or dict)")
-            kind = "tuple"
-        else:
-            raise TypeError(
-                f"cgrad.save cannot store an object of type {type(obj).__module__}."
-                f"{type(obj).__qualname__}: it stores tensors, NumPy arrays, numbers, strings, "
-                "None and dicts/lists/tuples of them (no pickle). Save model.state_dict() "
-                "instead of the model.")
-        node = {"t": kind}
-        r = self._node(node)
-        self.stack.append((obj, node))
-        return r
-
-    def key_ref(self, k):
-        if k is None or isinstance(k, (bool, str, int, float, tuple)):
-            return self.ref(k)
-        if isinstance(k, np.generic):
-            return self.ref(k.item())
-        raise TypeError(f"cgrad.save cannot store a dict key of type {type(k).__name__}")
-
-    def encode(self, obj):
-        """The structure of obj: Note [Flat structure]."""
-        root = self.ref(obj)
-        on_path = set()             # containers being written: a cycle would never end
-        while self.stack:
-            obj, node = self.stack.pop()
-            if node is None:                    # a container's items are all written
-                on_path.discard(obj)
-                continue
-            if id(obj) in on_path:
-                raise ValueError("cgrad.save cannot store a reference cycle (a container "
-                                 "that contains itself)")
-            on_path.add(id(obj))
-            self.stack.append((id(obj), None))
-            if node["t"] in ("dict", "odict"):
-                node["items"] = [[self.key_ref(k), self.ref(v)] for k, v in obj.items()]
-            else:
-                node["v"] = [self.ref(v) for v in obj]
-        return root
 
 
 def _target(f, mode):
@@ -174,212 +49,141 @@ def _target(f, mode):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save ``obj`` (a state dict, or any nesting of dicts/lists/tuples of tensors, arrays,
-    numbers, strings and None) to ``f`` (a path or a writable binary file) as a NumPy
-    ``.npz`` archive. The file is written at exactly ``f`` (no ``.npz`` suffix is added).
+    """Save ``obj`` to ``f`` (a path, str, ``os.PathLike`` or writable binary file) in
+    torch's zip format, so that ``torch.load(f, weights_only=True)`` reads it.
+
+    ``obj`` is any nesting of dicts (and OrderedDicts), lists, tuples and sets of tensors,
+    Parameters, sparse COO tensors, numbers, strings, bytes, None, dtypes, devices and
+    ``cgrad.Size``: a module's ``state_dict()``, an optimizer's, or a checkpoint dict holding
+    both. Tensors are written as torch writes them (each storage once, views of one storage
+    as views, with their strides; ``requires_grad`` kept; a Parameter as a Parameter). NumPy
+    arrays and scalars are written as torch.save pickles them, which ``torch.load`` and
+    ``cgrad.load`` read only with ``weights_only=False``. Other objects (modules, functions,
+    classes) are refused with a TypeError: save their ``state_dict()`` instead.
+    ``_use_new_zipfile_serialization=False`` writes torch's legacy format. The pickle is
+    protocol 2 whatever ``pickle_protocol`` says (torch's default; every reader reads it).
 
     >>> import cgrad, io
-    >>> from cgrad.serialization import save, load    # also cgrad.save / cgrad.load
     >>> buf = io.BytesIO()
-    >>> save({"w": cgrad.ones(2), "step": 3}, buf)
+    >>> cgrad.save({"w": cgrad.ones(2), "step": 3}, buf)
     >>> _ = buf.seek(0)
-    >>> load(buf)
+    >>> cgrad.load(buf)
     {'w': tensor([1., 1.]), 'step': 3}
     """
     if pickle_module is not None:
-        raise ValueError("cgrad.save does not use pickle; pickle_module is not supported")
+        raise ValueError("cgrad.save writes its own pickle; pickle_module is not supported")
+    if pickle_protocol is not None and pickle_protocol not in (2, 3, 4, 5):
+        raise ValueError(f"cgrad.save: pickle_protocol must be 2 to 5, not {pickle_protocol!r}")
     path = _target(f, "w")
     if path is not None:
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
             raise RuntimeError(f"Parent directory {os.path.dirname(path) or parent} does not "
                                "exist.")
-    w = _Writer()
-    structure = {"format": _FORMAT, "version": _VERSION, "root": w.encode(obj),
-                 "nodes": w.nodes}
-    text = json.dumps(structure, allow_nan=False, separators=(",", ":"))
-    arrays = dict(w.arrays)
-    arrays[_STRUCT_KEY] = np.array(text)
-    if path is not None:
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
-    else:
-        np.savez(f, **arrays)
-
-
-# ------------------------------------------------------------------------------------------
-# loading
-# ------------------------------------------------------------------------------------------
-def _bad(detail):
-    return LoadError(f"cgrad.load: the archive's structure entry is malformed ({detail}); the "
-                     "file is corrupted or was not written by cgrad.save")
-
-
-def _flatten_v1(root):
-    """A version-1 structure (nested nodes) as version-2 nodes (iteratively)."""
-    nodes = []
-
-    def ref(x):
-        if not isinstance(x, dict):
-            return x
-        nodes.append(dict(x))
-        todo.append(len(nodes) - 1)
-        return {"@": len(nodes) - 1}
-
-    todo = []
-    r = ref(root)
-    while todo:
-        node = nodes[todo.pop()]
-        t = node.get("t")
-        if t in ("list", "tuple"):
-            node["v"] = [ref(v) for v in node["v"]]
-        elif t in ("dict", "odict"):
-            node["items"] = [[ref(k), ref(v)] for k, v in node["items"]]
-        elif t == "complex":
-            re_, im_ = node["re"], node["im"]
-            node["re"] = re_["v"] if isinstance(re_, dict) else repr(float(re_))
-            node["im"] = im_["v"] if isinstance(im_, dict) else repr(float(im_))
-    return r, nodes
-
-
-class _Reader:
-    def __init__(self, arrays, nodes):
-        self.arrays = arrays
-        self.nodes = nodes
-        self.objs = [None] * len(nodes)
-
-    def ref(self, x, parent):
-        if isinstance(x, dict):
-            i = x.get("@")
-            if type(i) is not int or not 0 <= i < len(self.nodes):
-                raise _bad(f"a reference to node {i!r} of {len(self.nodes)}")
-            if i <= parent and self.nodes[i].get("t") not in _LEAVES:
-                raise _bad(f"node {parent} refers back to the container {i}")
-            return self.objs[i]
-        if x is None or isinstance(x, (bool, int, float, str)):
-            return x
-        raise _bad(f"an item of type {type(x).__name__}")
-
-    def leaf(self, node):
-        t = node["t"]
-        if t == "float":
-            return float(node["v"])
-        if t == "complex":
-            return complex(float(node["re"]), float(node["im"]))
-        if t == "dtype":
-            return np.dtype(node["v"])
-        arr = self.arrays[node["k"]]
-        if t == "ndarray":
-            return arr
-        if t == "npscalar":
-            return arr[()]
-        if node.get("param"):
-            from cgrad.nn.parameter import Parameter
-            return Parameter(_C._wrap(arr), requires_grad=node.get("rg", True))
-        out = _C._wrap(arr)
-        if node.get("rg"):
-            out.requires_grad_(True)
-        return out
-
-    def decode(self, root):
-        nodes = self.nodes
-        for i, node in enumerate(nodes):        # leaves first: they may be shared
-            if not isinstance(node, dict) or "t" not in node:
-                raise _bad(f"node {i} is not an entry")
-            if node["t"] in _LEAVES:
-                self.objs[i] = self.leaf(node)
-        for i in range(len(nodes) - 1, -1, -1):    # containers: items have larger indices
-            node = nodes[i]
-            t = node["t"]
-            if t in _LEAVES:
-                continue
-            if t in ("dict", "odict"):
-                d = OrderedDict() if t == "odict" else {}
-                for k, v in node["items"]:
-                    d[self.ref(k, i)] = self.ref(v, i)
-                self.objs[i] = d
-            elif t == "list":
-                self.objs[i] = [self.ref(v, i) for v in node["v"]]
-            elif t == "tuple":
-                self.objs[i] = tuple(self.ref(v, i) for v in node["v"])
-            else:
-                raise LoadError(f"cgrad.load: unknown entry type {t!r} in the archive's "
-                                "structure")
-        return self.ref(root, -1)
-
-
-def _open_archive(f):
-    path = _target(f, "r")
-    if path is not None:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    else:
-        data = f.read()
-    if not isinstance(data, (bytes, bytearray)):
-        raise _NotAFile("cgrad.load takes a path or a binary file (its read() returned "
-                        f"{type(data).__name__})")
-    if not data:
-        raise LoadError("cgrad.load: the file is empty")
-    try:
-        archive = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
-        raise LoadError(f"cgrad.load: failed reading the archive: not a ZIP archive written "
-                        f"by cgrad.save, or a truncated or corrupted one ({e})") from e
-    if not hasattr(archive, "files"):
-        raise LoadError("cgrad.load: not a cgrad archive (a bare .npy array, not an .npz "
-                        "written by cgrad.save)")
-    return archive
+    table = _archive.StorageTable()           # pickled first: a refused object leaves f as is
+    legacy = not _use_new_zipfile_serialization
+    pkl = Writer(_archive.legacy_ids(table) if legacy else table).dump(obj)
+    write = _archive.write_legacy if legacy else _archive.write_zip
+    if path is None:
+        write(f, pkl, table)
+        return
+    with open(path, "wb") as fh:
+        write(fh, pkl, table)
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
          **pickle_load_args):
-    """Load an object written by :func:`save` from ``f`` (a path or a readable binary file).
-    Tensors come back as cgrad Tensors (Parameters as Parameters), containers with their
-    types (dict, OrderedDict, list, tuple). ``map_location`` is accepted for torch
-    compatibility (everything is on the CPU). A file that is not a valid cgrad archive
-    raises :class:`LoadError`."""
+    """Load an object saved by :func:`save` or by ``torch.save`` (zip or legacy format) from
+    ``f`` (a path, str, ``os.PathLike`` or readable binary file), or an ``.npz`` archive
+    written by earlier cgrad versions. torch is not needed.
+
+    Tensors come back as cgrad Tensors sharing storage as they did when saved (views keep
+    their offsets and strides), Parameters as Parameters, ``requires_grad`` as saved; dtypes
+    as cgrad dtypes, ``torch.Size`` as ``cgrad.Size``, ``torch.device`` as ``cgrad.device``.
+    A tensor whose dtype cgrad lacks (bfloat16, quantized, float8) is refused.
+
+    ``map_location``: everything is loaded on the CPU. Storages saved on a CUDA device are
+    refused (as torch refuses them without CUDA) unless ``map_location`` maps them to the CPU:
+    ``'cpu'``, ``cgrad.device('cpu')``, a dict ``{'cuda:0': 'cpu'}``, or a callable
+    ``map_location(storage, location)`` returning the storage it was given (or None).
+
+    ``weights_only=True`` (the default): the file's pickle may name only tensors, parameters,
+    containers, numbers, strings, bytes, sets, complex numbers, dtypes, ``torch.Size`` and
+    ``torch.device``, as torch's ``weights_only`` unpickler; anything else raises
+    :class:`LoadError` ("Unsupported global: GLOBAL os.system ...").
+
+    ``weights_only=False`` does not switch to Python's pickle: cgrad.load never runs code
+    named by a file. What torch files need beyond ``weights_only=True`` is mostly torch's own
+    classes (pickled modules, optimizers), which cgrad could not build anyway, and NumPy
+    objects, which cgrad rebuilds itself; so ``weights_only=False`` adds NumPy arrays, scalars
+    and dtypes (not object arrays) and frozensets, and still refuses any other global.
+
+    ``mmap=True`` maps the storages of a zip checkpoint from the file (copy on write: writes
+    to the tensors do not reach the file) instead of reading them; ``f`` must be a path.
+    """
     if pickle_module is not None:
-        raise ValueError("cgrad.load does not use pickle; pickle_module is not supported")
-    archive = _open_archive(f)
-    try:
-        with archive:
-            files = archive.files
-            if _STRUCT_KEY not in files:
-                if any(n.endswith("data.pkl") or n.endswith("data") for n in files) or any(
-                        n.endswith("version") for n in files):
-                    raise LoadError("cgrad.load: not a cgrad archive: a checkpoint written by "
-                                    "PyTorch's save (a pickle), which cgrad does not read; load "
-                                    "it with PyTorch and save its tensors as NumPy arrays")
-                raise LoadError("cgrad.load: not a cgrad archive (no structure entry); a "
-                                "plain .npz can be read with numpy.load")
-            text = str(archive[_STRUCT_KEY][()])
-            arrays = {k: archive[k] for k in files if k != _STRUCT_KEY}
-    except LoadError:
-        raise
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
-        raise LoadError(f"cgrad.load: failed reading the archive: not a ZIP archive written "
-                        f"by cgrad.save, or a truncated or corrupted one ({e})") from e
-    try:
-        structure = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise _bad(f"not JSON: {e}") from None
-    if not isinstance(structure, dict):
-        raise _bad(f"a JSON {type(structure).__name__}, not an object")
-    if structure.get("format") != _FORMAT:
-        raise LoadError("cgrad.load: unknown archive format")
-    version = structure.get("version", 0)
-    if not isinstance(version, int) or version > _VERSION:
-        raise LoadError(f"cgrad.load: archive version {version} is newer than this cgrad "
-                        f"supports ({_VERSION})")
-    try:
-        if version >= 2:
-            root, nodes = structure["root"], structure["nodes"]
-        else:
-            root, nodes = _flatten_v1(structure["root"])
-        if not isinstance(nodes, list):
-            raise _bad("the node list is not a list")
-        return _Reader(arrays, nodes).decode(root)
-    except LoadError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise _bad(f"{type(e).__name__}: {e}") from None
+        raise ValueError("cgrad.load uses its own restricted unpickler; pickle_module is not "
+                         "supported")
+    unknown = set(pickle_load_args) - {"encoding", "errors"}
+    if unknown:
+        raise TypeError(f"cgrad.load() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    weights_only = True if weights_only is None else bool(weights_only)
+    path = _target(f, "r")
+    if mmap and path is None:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if path is not None:
+        with open(path, "rb") as fh:
+            return _load(fh, map_location, weights_only, path if mmap else None)
+    if not (hasattr(f, "seek") and hasattr(f, "tell") and
+            (not hasattr(f, "seekable") or f.seekable())):
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise _NotAFile("cgrad.load takes a path or a binary file (its read() returned "
+                            f"{type(data).__name__})")
+        f = io.BytesIO(data)
+    return _load(f, map_location, weights_only, None)
+
+
+def _load(fh, map_location, weights_only, mmap_path):
+    start = fh.tell()
+    head = fh.read(512)
+    if not isinstance(head, (bytes, bytearray)):
+        raise _NotAFile("cgrad.load takes a path or a binary file (its read() returned "
+                        f"{type(head).__name__})")
+    fh.seek(start)
+    if not head:
+        raise LoadError("cgrad.load: the file is empty")
+    if head[:2] == b"PK":
+        zf = _archive.open_zip(fh)
+        names = zf.namelist()
+        if STRUCT_ENTRY in names:
+            if mmap_path is not None:
+                raise ValueError("mmap can only be used with zip checkpoints (torch.save's "
+                                 "format), not with cgrad's older .npz archives")
+            fh.seek(start)
+            return load_npz(fh.read())
+        if not any(n.endswith("data.pkl") for n in names):
+            if names and all(n.endswith(".npy") for n in names):
+                raise LoadError("cgrad.load: not a cgrad archive: a plain .npz (no structure "
+                                "entry, no data.pkl); read it with numpy.load")
+            raise LoadError("cgrad.load: not a cgrad archive nor a torch checkpoint: a zip "
+                            "archive without data.pkl")
+        mm = None
+        if mmap_path is not None:         # copy on write; each storage a root array over it
+            mm = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
+        return _archive.read_zip(fh, zf, map_location, weights_only, mm)
+    if mmap_path is not None:
+        raise RuntimeError("mmap can only be used with files saved with "
+                           "`torch.save(_use_new_zipfile_serialization=True)`, please "
+                           "torch.save your checkpoint with this option in order to use mmap.")
+    if head[:1] == b"\x80":
+        return _archive.read_legacy(fh.read(), map_location, weights_only)
+    if head[:6] == b"\x93NUMPY":
+        raise LoadError("cgrad.load: not a cgrad archive: a bare .npy array (read it with "
+                        "numpy.load)")
+    if head[257:262] == b"ustar":
+        raise LoadError("cgrad.load: a tar checkpoint (torch's format before 0.4); cgrad reads "
+                        "the zip and legacy formats only: load and re-save it with torch")
+    raise LoadError("cgrad.load: failed reading zip archive: not a ZIP archive (torch.save's or "
+                    "cgrad.save's format) nor a legacy torch file: the file starts with "
+                    f"{bytes(head[:8])!r}")

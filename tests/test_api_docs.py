@@ -148,7 +148,12 @@ def test_messages_name_cgrad():
     """No string in cgrad's Python code (docstrings aside) sends the user to pytorch.org or
     torch's tracker, or names a torch.* API where cgrad's is meant."""
     found = []
+    # the modules that read and write torch's checkpoint files name torch's globals and
+    # torch.save / torch.load as such (torch's API is what is meant there)
+    torch_format = {"serialization.py", "_torch_pickle.py", "_torch_archive.py"}
     for path in sorted(ROOT.rglob("*.py")):
+        if str(path.relative_to(ROOT)) in torch_format:
+            continue
         for line, s in _string_constants(path):
             if BAD.search(s):
                 found.append(f"{path.relative_to(ROOT)}:{line}: {s[:80]!r}")
