@@ -1,0 +1,344 @@
+"""torch's autograd edge cases (issue 17, section 5), each checked against torch 2.13.
+
+Every scenario is written once as a function of the library module `m` (cgrad or torch) and
+returns plain values (lists, strings, exception types and messages). The test asserts the
+values cgrad gives directly, so it means something without torch, then runs the same scenario
+under torch (`pytest.importorskip("torch")`) and compares.
+"""
+from __future__ import annotations
+
+import pytest
+
+import cgrad
+
+
+# ----------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------
+def _oracle():
+    return pytest.importorskip("torch")
+
+
+def vals(t):
+    """A tensor's values as a flat list of floats (None stays None)."""
+    if t is None:
+        return None
+    if isinstance(t, (tuple, list)):
+        return tuple(vals(i) for i in t)
+    return [float(v) for v in t.detach().reshape(-1).tolist()]
+
+
+def err(fn):
+    """(exception type name, message) of what fn() raises, with the library's name taken out
+    of the message (torch.FloatTensor / cgrad.FloatTensor), or ("ok", result)."""
+    try:
+        r = fn()
+    except Exception as e:      # noqa: BLE001 - the comparison is the test
+        return type(e).__name__, str(e).replace("torch.", "LIB.").replace("cgrad.", "LIB.")
+    return "ok", r
+
+
+def same_as_torch(scenario, got):
+    torch = _oracle()
+    assert scenario(torch) == got
+
+
+# ----------------------------------------------------------------------------------------
+# 1. hooks on AccumulateGrad nodes, and their order with tensor and post-accumulate hooks
+# ----------------------------------------------------------------------------------------
+def _acc_hook_order(m):
+    log = []
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * m.tensor([2.0, 2.0])
+    acc = y.grad_fn.next_functions[0][0]
+    assert type(acc).__name__ == "AccumulateGrad"
+    assert acc is m.autograd.graph.get_gradient_edge(x).node
+    acc.register_prehook(lambda g: log.append(("acc_pre", vals(g))))
+    acc.register_hook(lambda gi, go: log.append(("acc_post", gi, vals(go))))
+    x.register_hook(lambda g: log.append(("tensor", vals(g))))
+    x.register_post_accumulate_grad_hook(lambda p: log.append(("post_acc", vals(p.grad))))
+    acc.register_prehook(lambda g: log.append("acc_pre2"))
+    x.register_hook(lambda g: log.append("tensor2"))
+    y.sum().backward()
+    out = [list(log), vals(x.grad)]
+    # a pre hook replaces the gradient that is accumulated; the post hook sees it
+    log.clear()
+    x.grad = None
+    h = acc.register_prehook(lambda g: (g[0] * 10,))
+    (x * m.tensor([2.0, 2.0])).sum().backward()
+    h.remove()
+    out += [list(log), vals(x.grad)]
+    return out
+
+
+def test_accumulate_grad_hooks_run_in_torch_order():
+    got = _acc_hook_order(cgrad)
+    order = [("tensor", [2.0, 2.0]), "tensor2", ("acc_pre", ([2.0, 2.0],)), "acc_pre2",
+             ("post_acc", [2.0, 2.0]), ("acc_post", (), ([2.0, 2.0],))]
+    assert got[0] == order and got[1] == [2.0, 2.0]
+    assert got[2][4] == ("post_acc", [20.0, 20.0]) and got[3] == [20.0, 20.0]
+    assert got[2][5] == ("acc_post", (), ([20.0, 20.0],))
+    same_as_torch(_acc_hook_order, got)
+
+
+def _acc_hooks_pruned(m):
+    out = []
+    log = []
+
+    def setup():
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = x * m.tensor([2.0, 2.0])
+        acc = y.grad_fn.next_functions[0][0]
+        acc.register_prehook(lambda g: log.append("acc_pre"))
+        acc.register_hook(lambda gi, go: log.append("acc_post"))
+        x.register_hook(lambda g: log.append("tensor"))
+        x.register_post_accumulate_grad_hook(lambda p: log.append("post_acc"))
+        return x, y, acc
+
+    x, y, acc = setup()
+    out.append((vals(m.autograd.grad(y.sum(), x)), list(log)))    # captured: tensor hooks only
+    log.clear()
+    x, y, acc = setup()
+    y.sum().backward(inputs=[x])
+    out.append((vals(x.grad), list(log)))
+    log.clear()
+    x, y, acc = setup()
+    (y * 3).sum().backward(inputs=[y])                          # x's node is not run
+    out.append((vals(x.grad), list(log)))
+    log.clear()
+    # the node is held weakly by its leaf: its hooks live as long as someone holds it
+    x = m.tensor([1.0], requires_grad=True)
+    n = m.autograd.graph.get_gradient_edge(x).node
+    n.register_prehook(lambda g: log.append("held"))
+    (x * 3).sum().backward()
+    del n
+    (x * 3).sum().backward()
+    out.append((vals(x.grad), list(log)))
+    return out
+
+
+def test_accumulate_grad_hooks_in_pruned_runs():
+    got = _acc_hooks_pruned(cgrad)
+    assert got == [(([2.0, 2.0],), ["tensor"]),
+                   ([2.0, 2.0], ["tensor", "acc_pre", "post_acc", "acc_post"]),
+                   (None, []),
+                   ([6.0], ["held"])]
+    same_as_torch(_acc_hooks_pruned, got)
+
+
+_NODE_HOOK_RETURNS = {
+    "pre_count": ("pre", lambda g: (g[0], g[0])),
+    "pre_list": ("pre", lambda g: [g[0]]),
+    "pre_tensor": ("pre", lambda g: g[0]),
+    "pre_int": ("pre", lambda g: (3,)),
+    "pre_size": ("pre", lambda g: (g[0].reshape(-1)[:1],)),
+    "pre_dtype": ("pre", lambda g: (g[0].double(),)),
+    "pre_none": ("pre", lambda g: (None,)),
+    "post_count": ("post", lambda gi, go: (gi[0],)),
+    "post_list": ("post", lambda gi, go: [gi[0], gi[1]]),
+    "post_int": ("post", lambda gi, go: (3, None)),
+    "post_dtype": ("post", lambda gi, go: (gi[0].double(), gi[1])),
+    "post_scale": ("post", lambda gi, go: (gi[0] * 10, gi[1])),
+    "acc_pre_count": ("acc_pre", lambda g: ()),
+    "acc_pre_scale": ("acc_pre", lambda g: (g[0] * 3,)),
+    "acc_post_count": ("acc_post", lambda gi, go: (go[0],)),
+    "acc_post_list": ("acc_post", lambda gi, go: []),
+    "acc_post_empty": ("acc_post", lambda gi, go: ()),
+}
+
+
+def _node_hook_return(m, case):
+    where, hook = _NODE_HOOK_RETURNS[case]
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    w = m.tensor([3.0, 4.0], requires_grad=True)
+    y = x * w
+    if where == "pre":
+        y.grad_fn.register_prehook(hook)
+    elif where == "post":
+        y.grad_fn.register_hook(hook)
+    else:
+        acc = y.grad_fn.next_functions[0][0]
+        (acc.register_prehook if where == "acc_pre" else acc.register_hook)(hook)
+    r = err(lambda: y.sum().backward())
+    return r, vals(x.grad), vals(w.grad)
+
+
+@pytest.mark.parametrize("case", list(_NODE_HOOK_RETURNS))
+def test_node_hook_results_are_checked_as_torch(case):
+    got = _node_hook_return(cgrad, case)
+    expected = {
+        "pre_count": ("RuntimeError", "hook '<lambda>' has returned an incorrect number of "
+                                      "values (got 2, but expected 1)"),
+        "pre_list": ("TypeError", "expected tuple, but hook returned 'list'"),
+        "pre_tensor": ("TypeError", "expected tuple, but hook returned 'Tensor'"),
+        "pre_int": ("TypeError", "expected Variable, but hook returned 'int'"),
+        "pre_size": ("RuntimeError", "hook '<lambda>' has changed the size of value"),
+        "pre_dtype": ("RuntimeError", "hook '<lambda>' has changed the type of value (was "
+                                      "LIB.FloatTensor got LIB.DoubleTensor)"),
+        "post_count": ("RuntimeError", "hook '<lambda>' has returned an incorrect number of "
+                                       "values (got 1, but expected 2)"),
+        "post_list": ("TypeError", "expected tuple, but hook returned 'list'"),
+        "acc_pre_count": ("RuntimeError", "hook '<lambda>' has returned an incorrect number "
+                                          "of values (got 0, but expected 1)"),
+        "acc_post_count": ("RuntimeError", "hook '<lambda>' has returned an incorrect number "
+                                           "of values (got 1, but expected 0)"),
+        "acc_post_list": ("TypeError", "expected tuple, but hook returned 'list'"),
+    }
+    if case in expected:
+        assert got[0] == expected[case]
+    elif case == "pre_none":            # no gradient flows on
+        assert got == (("ok", None), None, None)
+    elif case == "post_scale":
+        assert got == (("ok", None), [30.0, 40.0], [1.0, 2.0])
+    elif case == "acc_pre_scale":
+        assert got == (("ok", None), [9.0, 12.0], [1.0, 2.0])
+    same_as_torch(lambda m: _node_hook_return(m, case), got)
+
+
+# a custom backward that returns None for an input: that leaf's .grad stays None, and every
+# hook on the way still runs, seeing None (torch runs the nodes with an undefined gradient)
+def _none_grad_hooks(m):
+    class NoneGrad(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    log = []
+    b = m.tensor([3.0, 4.0], requires_grad=True)
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    a.register_hook(lambda g: log.append(("hook", vals(g))))
+    a.register_post_accumulate_grad_hook(lambda p: log.append(("post_acc", vals(p.grad))))
+    acc = m.autograd.graph.get_gradient_edge(a).node
+    acc.register_prehook(lambda g: log.append(("acc_pre", vals(g))))
+    acc.register_hook(lambda gi, go: log.append(("acc_post", gi, vals(go))))
+    NoneGrad.apply(a, b).sum().backward()
+    out = [vals(a.grad), vals(b.grad), list(log)]
+    log.clear()
+    c = a * m.tensor([1.0, 1.0])
+    c.register_hook(lambda g: log.append(("c_hook", vals(g))))
+    c.retain_grad()
+    c.grad_fn.register_prehook(lambda g: log.append(("c_pre", vals(g))))
+    c.grad_fn.register_hook(lambda gi, go: log.append(("c_post", vals(gi), vals(go))))
+    NoneGrad.apply(c, b).sum().backward()
+    out += [vals(a.grad), vals(c.grad), list(log)]
+    log.clear()
+    out.append((vals(m.autograd.grad(NoneGrad.apply(a, b).sum(), [a, b], allow_unused=True)),
+                list(log)))
+    # a hook may not turn the missing gradient into one
+    a2 = m.tensor([1.0, 2.0], requires_grad=True)
+    a2.register_hook(lambda g: m.ones(2))
+    out.append(err(lambda: NoneGrad.apply(a2, b).sum().backward()))
+    # an output that got no gradient: its hooks see None
+    x = m.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y1, y2 = (x * m.ones(4)).split(2)
+    y2.register_hook(lambda g: log.append(("y2", vals(g))))
+    y1.sum().backward()
+    out.append(log[-1])
+    return out
+
+
+def test_hooks_see_none_when_a_backward_returns_none():
+    got = _none_grad_hooks(cgrad)
+    assert got[0] is None and got[1] == [1.0, 1.0]
+    assert got[2] == [("hook", None), ("acc_pre", (None,)), ("post_acc", None),
+                      ("acc_post", (), (None,))]
+    assert got[3] is None and got[4] is None
+    assert got[5] == [("c_hook", None), ("c_pre", (None,)), ("c_post", (None, None), (None,)),
+                      ("hook", None), ("acc_pre", (None,)), ("post_acc", None),
+                      ("acc_post", (), (None,))]
+    assert got[6] == ((None, [1.0, 1.0]), [("hook", None)])
+    assert got[7] == ("RuntimeError", "can't replace a None gradient with a non-None value")
+    assert got[8] == ("y2", None)
+    same_as_torch(_none_grad_hooks, got)
+
+
+def _custom_post_hook_args(m):
+    # a custom Function's post hook sees one grad_input per tensor argument and the
+    # gradients that arrived (not the zeros materialized for backward)
+    class Two(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, k, b):
+            return a * k, b * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2, None, g2 * 3
+
+    log = []
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    w = m.tensor([1.0, 2.0], requires_grad=True)
+    p, q = Two.apply(x, 2.0, w)
+    p.grad_fn.register_prehook(lambda go: log.append(("pre", vals(go))))
+    p.grad_fn.register_hook(lambda gi, go: log.append(("post", vals(gi), vals(go))))
+    p.sum().backward()
+    p, q = Two.apply(x, 2.0, w)
+    p.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, None))
+    p.sum().backward()
+    return log, vals(x.grad), vals(w.grad)
+
+
+def test_custom_function_post_hook_arguments():
+    got = _custom_post_hook_args(cgrad)
+    assert got[0] == [("pre", ([1.0, 1.0], None)),
+                      ("post", ([2.0, 2.0], [0.0, 0.0]), ([1.0, 1.0], None))]
+    assert got[1] == [22.0, 22.0] and got[2] == [0.0, 0.0]
+    same_as_torch(_custom_post_hook_args, got)
+
+
+# ----------------------------------------------------------------------------------------
+# 9. anomaly mode: the forward-trace warning never replaces the error
+# ----------------------------------------------------------------------------------------
+def _anomaly(m):
+    import warnings
+
+    class NaNGrad(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    class Fails(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("inner")
+
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    out = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with m.autograd.detect_anomaly():
+            y, z = NaNGrad.apply(x), Fails.apply(x)
+            s = m.sqrt(m.tensor([0.0, -1.0], requires_grad=True))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                out.append(err(lambda: y.sum().backward()))
+                out.append(err(lambda: z.sum().backward()))
+                out.append(err(lambda: s.sum().backward()))
+            # without the error filter the same errors come with the forward traceback
+            out.append(err(lambda: NaNGrad.apply(x).sum().backward()))
+            out.append(err(lambda: Fails.apply(x).sum().backward()))
+    out.append([str(i.message).split(".")[0] for i in w])
+    return out
+
+
+def test_anomaly_warning_does_not_replace_the_error():
+    got = _anomaly(cgrad)
+    nan = ("RuntimeError", "Function 'NaNGradBackward' returned nan values in its 0th output.")
+    assert got[0] == nan and got[3] == nan
+    assert got[1] == ("ValueError", "inner") and got[4] == ("ValueError", "inner")
+    assert got[2] == ("RuntimeError",
+                      "Function 'SqrtBackward0' returned nan values in its 0th output.")
+    assert got[5] == ["Anomaly Detection has been enabled", "Error detected in NaNGradBackward",
+                      "Error detected in FailsBackward"]
+    same_as_torch(_anomaly, got)
