@@ -725,9 +725,46 @@ cdef tuple _root_of(TensorBase t, Py_ssize_t i):
         f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
+cdef tuple _edge_of(object edge):
+    """(node, input_nr) of a GradientEdge (autograd.graph), checked: the engine indexes the
+    node's gradient buffers by input_nr (torch does not check it, and crashes)."""
+    cdef Py_ssize_t nr, n_out
+    node = edge[0]
+    if not isinstance(node, Node):
+        raise RuntimeError("GradientEdge's first object must be an autograd.graph.Node but "
+                           f"got {_obj_type(node)}")
+    nr = edge[1]
+    n_out = (<Node>node).c.n_outputs
+    if n_out < 1:
+        n_out = 1
+    if not 0 <= nr < n_out:
+        raise IndexError(f"GradientEdge's output_nr {nr} is out of range for "
+                         f"{type(node).__name__}, which has {n_out} input(s)")
+    return (node, nr)
+
+
+cdef tuple _start_of(object t, Py_ssize_t i):
+    """A root of a run: a Tensor, or a GradientEdge."""
+    if isinstance(t, TensorBase):
+        return _root_of(<TensorBase>t, i)
+    return _edge_of(t)
+
+
+def _edge_meta(object edge):
+    """(shape, dtype) of the gradient that flows into a GradientEdge, as recorded by its node
+    (torch's node._input_metadata[output_nr]); None where the node recorded none."""
+    node, nr = _edge_of(edge)
+    cdef cg_node_t *c = &(<Node>node).c
+    cdef Py_ssize_t i = nr
+    if c.meta == NULL or i >= c.n_outputs or c.meta[i].ndim < 0:
+        return None
+    return (_meta_shape(c, i), <object>c.meta[i].dtype if c.meta[i].dtype != NULL else None)
+
+
 def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs,
                 bint accumulate=False):
-    """Run the engine from `tensors` seeded with `grads` (validated by the caller).
+    """Run the engine from `tensors` seeded with `grads` (validated by the caller). Any of
+    `tensors` and `inputs` may be a GradientEdge (autograd.graph) instead of a Tensor.
 
     inputs is None: accumulate into every reachable leaf. Otherwise a list of tensors: the run
     is pruned to them, and either (accumulate=False: autograd.grad) the gradients that reach
@@ -747,12 +784,15 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
     cdef bint prev
     cdef int rc
     keep = []   # keeps every node and gradient alive for the duration of the run
-    roots_info = [_root_of(<TensorBase?>tensors[i], i) for i in range(n)]
+    roots_info = [_start_of(tensors[i], i) for i in range(n)]
     targets_info = []
     if inputs is not None:
         m = len(inputs)
         for i in range(m):
-            t = <TensorBase?>inputs[i]
+            t = inputs[i]
+            if not isinstance(t, TensorBase):
+                targets_info.append(_edge_of(t))        # a GradientEdge
+                continue
             _refresh(<TensorBase>t)
             if not (<TensorBase>t)._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")

@@ -342,3 +342,118 @@ def test_anomaly_warning_does_not_replace_the_error():
     assert got[5] == ["Anomaly Detection has been enabled", "Error detected in NaNGradBackward",
                       "Error detected in FailsBackward"]
     same_as_torch(_anomaly, got)
+
+
+# ----------------------------------------------------------------------------------------
+# 3. GradientEdge inputs and outputs of autograd.grad / backward
+# ----------------------------------------------------------------------------------------
+def _gradient_edges(m):
+    ge = m.autograd.graph.get_gradient_edge
+    GradientEdge = m.autograd.graph.GradientEdge
+    out = []
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    z = (y * y).sum()
+    ey, ex = ge(y), ge(x)
+    out.append((GradientEdge._fields, ey.output_nr, ex.output_nr, type(ex.node).__name__,
+                ey.node is y.grad_fn, ey.ownership_token is None, isinstance(ey, tuple)))
+    grad = m.autograd.grad
+    out.append(vals(grad(z, ey, retain_graph=True)))
+    out.append(vals(grad(z, ex, retain_graph=True)))
+    out.append(vals(grad(z, [ex, y], retain_graph=True)))
+    out.append(vals(grad(z, {"y": ey}, retain_graph=True)["y"]))
+    out.append(vals(grad(ge(z), x, retain_graph=True)))                 # an edge as output
+    out.append(vals(grad(ge(y), ex, grad_outputs=m.ones(2), retain_graph=True)))
+    out.append(err(lambda: grad(ge(y), x, retain_graph=True)))
+    out.append(err(lambda: grad(ge(y), x, grad_outputs=m.ones(3), retain_graph=True)))
+    out.append(err(lambda: grad(ge(z), x, grad_outputs=m.ones(1, 1), is_grads_batched=True,
+                                retain_graph=True)))
+    out.append(err(lambda: grad(z, [(y.grad_fn, 0)], retain_graph=True)))
+    out.append(err(lambda: grad(z, GradientEdge(None, 0), retain_graph=True)))
+    # an edge taken before an in-place op: the gradient w.r.t. the value it had then
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    ey = ge(y)
+    y.mul_(2)
+    z = (y * y).sum()
+    out.append(vals(grad(z, [ey, ge(y), y], retain_graph=True)))
+    # materialize_grads: zeros for an unused tensor, an error for an unused edge
+    w = m.tensor([1.0, 2.0], requires_grad=True)
+    out.append(vals(grad(z, [w, x], materialize_grads=True, retain_graph=True)))
+    out.append(err(lambda: grad(z, [ge(w), x], materialize_grads=True, retain_graph=True)))
+    out.append(vals(grad(z, [ge(w), x], allow_unused=True, retain_graph=True)))
+    out.append(err(lambda: grad(z, [ge(w), x], retain_graph=True)))
+    # backward: edges as roots and as inputs
+    x.grad = None
+    z.backward(inputs=[ge(x)], retain_graph=True)
+    out.append(vals(x.grad))
+    x.grad = None
+    m.autograd.backward(ge(z), retain_graph=True)
+    out.append(vals(x.grad))
+    x.grad = None
+    m.autograd.backward(ge(z), grad_tensors=m.tensor(2.0), retain_graph=True)
+    out.append(vals(x.grad))
+    x.grad = None
+    m.autograd.backward(z, inputs=[ge(y)], retain_graph=True)     # no retain_grad for an edge
+    out.append((vals(x.grad), y.retains_grad))
+    return out
+
+
+def test_gradient_edges_in_grad_and_backward():
+    got = _gradient_edges(cgrad)
+    assert got[0] == (("node", "output_nr", "ownership_token"), 0, 0, "AccumulateGrad", True,
+                      True, True)
+    assert got[1] == ([6.0, 12.0],) and got[2] == ([18.0, 36.0],)
+    assert got[3] == ([18.0, 36.0], [6.0, 12.0]) and got[4] == [6.0, 12.0]
+    assert got[5] == ([18.0, 36.0],) and got[6] == ([3.0, 3.0],)
+    assert got[7] == ("RuntimeError", "grad can be implicitly created only for scalar outputs")
+    assert got[8][0] == "RuntimeError" and "Mismatch in shape" in got[8][1]
+    assert got[9] == ("RuntimeError", "Batched grads are not supported with GradientEdge")
+    assert got[10] == ("RuntimeError",
+                       "all inputs have to be Tensors or GradientEdges, but got tuple")
+    assert got[11] == ("RuntimeError", "GradientEdge's first object must be an "
+                                       "autograd.graph.Node but got NoneType")
+    assert got[12] == ([24.0, 48.0], [12.0, 24.0], [12.0, 24.0])
+    assert got[13] == ([0.0, 0.0], [72.0, 144.0])
+    assert got[14] == ("RuntimeError",
+                       "materialize_grads cannot be used when the given input is a GradientEdge")
+    assert got[15] == (None, [72.0, 144.0])
+    assert got[16][1].startswith("The differentiated Tensor at index 0 appears to not have")
+    assert got[17:20] == [[72.0, 144.0], [72.0, 144.0], [144.0, 288.0]]
+    assert got[20] == (None, False)
+    same_as_torch(_gradient_edges, got)
+
+
+def _grad_runs_input_hooks(m):
+    # autograd.grad(c, inputs=b) runs b's tensor hooks (b a non-leaf) and returns what they
+    # return; when b's node also runs on the way to another input, b's result is captured
+    # before its hooks
+    log = []
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2
+    b.register_hook(lambda g: log.append(vals(g)) or g * 10)
+    c = (b * b).sum()
+    ge = m.autograd.graph.get_gradient_edge
+    out = []
+    for inputs in (b, ge(b), a, [a, b]):
+        out.append((vals(m.autograd.grad(c, inputs=inputs, retain_graph=True)), list(log)))
+        log.clear()
+    return out
+
+
+def test_grad_with_respect_to_a_non_leaf_runs_its_hooks():
+    got = _grad_runs_input_hooks(cgrad)
+    assert got == [(([40.0, 80.0],), [[4.0, 8.0]]), (([40.0, 80.0],), [[4.0, 8.0]]),
+                   (([80.0, 160.0],), [[4.0, 8.0]]),
+                   (([80.0, 160.0], [4.0, 8.0]), [[4.0, 8.0]])]
+    same_as_torch(_grad_runs_input_hooks, got)
+
+
+def test_gradient_edge_output_nr_out_of_range_raises():
+    # torch 2.13 crashes (segfault) here; cgrad raises
+    x = cgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    z = (y * y).sum()
+    edge = cgrad.autograd.graph.GradientEdge(y.grad_fn, 5)
+    with pytest.raises(IndexError, match="output_nr 5 is out of range"):
+        cgrad.autograd.grad(z, edge)
