@@ -457,3 +457,101 @@ def test_gradient_edge_output_nr_out_of_range_raises():
     edge = cgrad.autograd.graph.GradientEdge(y.grad_fn, 5)
     with pytest.raises(IndexError, match="output_nr 5 is out of range"):
         cgrad.autograd.grad(z, edge)
+
+
+# ----------------------------------------------------------------------------------------
+# 4. custom Functions: the same tensor returned twice; None gradients
+# ----------------------------------------------------------------------------------------
+def _same_output_twice(m):
+    seen = []
+
+    class Twice(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            x = a * 2
+            return x, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append((vals(g1), vals(g2)))
+            return g1 * 2 + g2 * 3
+
+    class InputTwice(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a, a
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 + g2
+
+    class Three(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            x = a * 2
+            return x, a * 3, x
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            seen.append((vals(g1), vals(g2), vals(g3)))
+            return g1 + g2 + g3
+
+    out = []
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    p, q = Twice.apply(a)
+    out.append((p is q, p.grad_fn is q.grad_fn, p.output_nr, q.output_nr))
+    (p.sum() + 10 * q.sum()).backward()        # both land in output 1
+    out.append(vals(a.grad))
+    with m.no_grad():
+        p, q = Twice.apply(a)
+    out.append((p is q, p.requires_grad))
+    p, q = InputTwice.apply(a)                 # an input returned as is twice: two views
+    out.append((p is q, p is a, p.output_nr, q.output_nr))
+    a.grad = None
+    p, q, r = Three.apply(a)
+    out.append((p is r, p.output_nr, q.output_nr))
+    (p.sum() + q.sum()).backward()
+    out.append(vals(a.grad))
+    out.append(seen)
+    return out
+
+
+def test_forward_returning_the_same_tensor_twice():
+    got = _same_output_twice(cgrad)
+    assert got[0] == (True, True, 1, 1) and got[1] == [33.0, 33.0]
+    assert got[2] == (True, False) and got[3] == (False, False, 0, 1)
+    assert got[4] == (True, 2, 1) and got[5] == [2.0, 2.0]
+    assert got[6] == [([0.0, 0.0], [11.0, 11.0]), ([0.0, 0.0], [1.0, 1.0], [1.0, 1.0])]
+    same_as_torch(_same_output_twice, got)
+
+
+def _none_gradient_leaves_grad_none(m):
+    class NoneGrad(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    b = m.tensor([3.0, 4.0], requires_grad=True)
+    NoneGrad.apply(a, b).sum().backward()
+    out = [vals(a.grad), vals(b.grad)]
+    NoneGrad.apply(a * 1, b).sum().backward()          # through a built-in node too
+    out += [vals(a.grad), vals(b.grad)]
+    grad = m.autograd.grad
+    out.append(vals(grad(NoneGrad.apply(a, b).sum(), [a, b], allow_unused=True)))
+    out.append(err(lambda: grad(NoneGrad.apply(a, b).sum(), [a, b]))[0])
+    out.append(vals(grad(NoneGrad.apply(a, b).sum(), [a, b], materialize_grads=True)))
+    (NoneGrad.apply(a, b).sum() + a.sum() * 0).backward()      # another path: zeros
+    out.append(vals(a.grad))
+    return out
+
+
+def test_backward_returning_none_leaves_grad_none():
+    got = _none_gradient_leaves_grad_none(cgrad)
+    assert got == [None, [1.0, 1.0], None, [2.0, 2.0], (None, [1.0, 1.0]), "RuntimeError",
+                   ([0.0, 0.0], [1.0, 1.0]), [0.0, 0.0]]
+    same_as_torch(_none_gradient_leaves_grad_none, got)
