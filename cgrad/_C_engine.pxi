@@ -172,11 +172,16 @@ cdef int _run_function_node(cg_node_t *c, cg_buf_t *bufs, const unsigned char *n
             return 0
     else:
         same = None
-        if needed != NULL or cg_needs_node != NULL:
-            # Note [Exact needs_input_grad]
-            res = _apply_pruned(node, fn, grads, needed)
-        else:
-            res = fn(*grads)
+        # Note [Quiet floating point]: a built-in backward is cgrad's maths
+        quiet = _quiet_on() if (<_FnInfo>node._fn).builtin else None
+        try:
+            if needed != NULL or cg_needs_node != NULL:
+                # Note [Exact needs_input_grad]
+                res = _apply_pruned(node, fn, grads, needed)
+            else:
+                res = fn(*grads)
+        finally:
+            _quiet_off(quiet)
         if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
                 and (x is None or x.post_hooks is None) and not _anomaly_on):
             # one input, one gradient returned bare (the usual custom backward): no tuple
@@ -323,7 +328,12 @@ cdef _retain_locked(TensorBase t, object g):
     elif cg_grad_enabled():
         t._grad = t._grad + g
     else:
-        t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data + (<TensorBase>g)._data))
+        quiet = _quiet_on()                 # Note [Quiet floating point]
+        try:
+            t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data
+                                            + (<TensorBase>g)._data))
+        finally:
+            _quiet_off(quiet)
     _hold(t, t._grad)                       # Note [Untracked graphs]
 
 
@@ -555,10 +565,10 @@ cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_gr
             if (cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) and a.shape == b.shape
                     and a.dtype == b.dtype):
                 if not _dl_iadd(a, b):          # Note [Direct loops]
-                    _np_add(a, b, a)
+                    _quiet_add(a, b, a)
                 _bump(<TensorBase>cur)
             else:
-                var._grad = _new_tensor(_as_array(a + b))
+                var._grad = _new_tensor(_as_array(_quiet_add(a, b, None)))
         else:
             var._grad = cur + g
     else:
@@ -575,6 +585,15 @@ cdef int _cb_accumulate(void *state, cg_node_t *c, PyObject *grad, int owned) ex
                                 (<_RunState>state).create_graph)
     return _accumulate_node(acc, None if grad == NULL else <object>grad, owned,
                             (<_RunState>state).create_graph)
+
+
+cdef object _quiet_add(object a, object b, object out):
+    """np.add(a, b[, out]) under Note [Quiet floating point]."""
+    quiet = _quiet_on()
+    try:
+        return _np_add(a, b) if out is None else _np_add(a, b, out)
+    finally:
+        _quiet_off(quiet)
 
 
 cdef inline bint _same_shape(cnp.ndarray x, cnp.ndarray y) noexcept:
@@ -606,11 +625,11 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
                 and (cnp.PyArray_DESCR(<cnp.ndarray>x) == cnp.PyArray_DESCR(<cnp.ndarray>y)
                      or x.dtype == y.dtype)):
             if not _dl_iadd(x, y):              # Note [Direct loops]
-                _np_add(x, y, x)
+                _quiet_add(x, y, x)
             r = A
         else:
             o = _dl_binary(0, x, y)
-            r = _new_tensor(o if o is not None else _as_array(_np_add(x, y)))
+            r = _new_tensor(o if o is not None else _as_array(_quiet_add(x, y, None)))
     Py_INCREF(r)
     return <PyObject *>r
 

@@ -214,12 +214,14 @@ cdef object _apply(_FnInfo info, tuple args):
     if info.builtin and not is_graph:
         # Fast path for cgrad's own ops: no node, forward gets ctx=None.
         cg_set_grad_enabled(False)
+        quiet = _quiet_on()                 # Note [Quiet floating point]
         try:
             out = cg_call_prepend(info.fwd, None, args)
         except ValueError as e:
             _raise_broadcast_error(e)
             raise
         finally:
+            _quiet_off(quiet)
             cg_set_grad_enabled(prev)
         if type(out) is tuple:
             return tuple([_wrap_plain(o, args) for o in <tuple>out])
@@ -257,6 +259,7 @@ cdef object _apply(_FnInfo info, tuple args):
             _anomaly_record(ctx)
 
     cg_set_grad_enabled(False)
+    quiet = _quiet_on() if info.builtin else None     # Note [Quiet floating point]
     try:
         if info.split:
             out = (<object>info.fwd)(*args)
@@ -267,6 +270,7 @@ cdef object _apply(_FnInfo info, tuple args):
         _raise_broadcast_error(e)
         raise
     finally:
+        _quiet_off(quiet)
         cg_set_grad_enabled(prev)
     ctx._args = None
 
