@@ -65,7 +65,7 @@ from cgrad._creation import (arange, as_tensor, empty, empty_like, eye, from_num
                              full, full_like, linspace, manual_seed, ones, ones_like, rand,
                              randint, randn, tensor, zeros, zeros_like)
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
-                                      no_grad, set_grad_enabled)
+                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
 from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402

@@ -746,3 +746,128 @@ def test_numpy_error_settings_do_not_reach_cgrad_ops():
         UserMaths.apply(x).sum().backward()
         assert np.geterr()["divide"] == "raise"
     assert seen == ["raise"]
+
+
+# ----------------------------------------------------------------------------------------
+# 6. grad-mode decorators; numpy() under no_grad
+# ----------------------------------------------------------------------------------------
+def _grad_mode_decorators(m, name):
+    import asyncio
+    import inspect
+    import warnings
+    cm = getattr(m, name)
+    state = lambda: (m.is_grad_enabled(), m.is_inference_mode_enabled())  # noqa: E731
+    out = []
+
+    @cm
+    def bare():
+        return state()
+
+    @cm()
+    def called():
+        return state()
+
+    out.append((bare(), called(), bare.__name__, called.__name__))
+    with m.no_grad():
+        out.append((bare(), called()))
+
+    @cm
+    def gen(n):
+        for i in range(n):
+            got = yield (i, state())
+            if got is not None:
+                out.append(("sent", got, state()))
+        return "done"
+
+    g = gen(3)
+    out.append((inspect.isgeneratorfunction(gen), state(), next(g), state(),
+                g.send("hello"), state()))
+    out.append(list(g))
+
+    @cm()
+    def gen2():
+        try:
+            yield state()
+            yield state()
+        except ValueError as e:
+            out.append(("caught", str(e), state()))
+            yield "after-throw"
+        finally:
+            out.append(("finally", state()))
+
+    g = gen2()
+    out.append((next(g), state()))
+    out.append((g.throw(ValueError("boom")), state()))
+    g.close()
+    out.append(("closed", state()))
+    g = gen2()
+    next(g)
+    g.close()
+    out.append(("closed early", state()))
+
+    def gen3():
+        yield 1
+
+    out.append(err(lambda: cm()(gen3)().throw(KeyError("k"))))
+
+    @cm
+    async def coro():
+        await asyncio.sleep(0)
+        return state()
+
+    # as torch: the wrapper is a plain function, and the coroutine's body runs in the
+    # caller's mode (only creating the coroutine is inside)
+    out.append((inspect.iscoroutinefunction(coro), asyncio.run(coro())))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+
+        @cm
+        class Model:
+            def __init__(self):
+                self.state = state()
+
+    out.append((inspect.isclass(Model), Model().state, [(i.category.__name__,
+                                                         str(i.message)[:40]) for i in w]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "inference_mode"])
+def test_grad_mode_decorators(name):
+    got = _grad_mode_decorators(cgrad, name)
+    inside = {"no_grad": (False, False), "enable_grad": (True, False),
+              "inference_mode": (False, True)}[name]
+    outside = (True, False)
+    assert got[0] == (inside, inside, "bare", "called") and got[1] == (inside, inside)
+    assert got[2] == ("sent", "hello", inside)
+    assert got[3] == (True, outside, (0, inside), outside, (1, inside), outside)
+    assert got[4] == [(2, inside)] and got[5] == (inside, outside)
+    assert got[6] == ("caught", "boom", inside) and got[7] == ("after-throw", outside)
+    assert got[8] == ("finally", inside) and got[9] == ("closed", outside)
+    assert got[10] == ("finally", inside) and got[11] == ("closed early", outside)
+    assert got[12] == ("KeyError", "'k'")
+    assert got[13] == (False, outside)
+    assert got[14] == (False, inside, [("FutureWarning",
+                                        "Decorating classes is deprecated and wil")])
+    same_as_torch(lambda m: _grad_mode_decorators(m, name), got)
+
+
+def _numpy_under_no_grad(m):
+    import numpy as np
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    out = [err(lambda: x.numpy()), err(lambda: np.asarray(y))]
+    with m.no_grad():
+        out += [x.numpy().tolist(), y.numpy().tolist(), np.asarray(x).tolist()]
+    with m.inference_mode():
+        out.append(x.numpy().tolist())
+    with m.enable_grad():
+        out.append(err(lambda: y.numpy()))
+    return out
+
+
+def test_numpy_of_a_tensor_requiring_grad_is_allowed_under_no_grad():
+    got = _numpy_under_no_grad(cgrad)
+    refused = ("RuntimeError", "Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+    assert got == [refused, refused, [1.0, 2.0], [2.0, 4.0], [1.0, 2.0], [1.0, 2.0], refused]
+    same_as_torch(_numpy_under_no_grad, got)

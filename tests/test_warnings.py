@@ -216,6 +216,13 @@ def mark_shared_storage():
     Shared.apply(cgrad.ones(2, requires_grad=True))
 
 
+@case(r"Decorating classes is deprecated and will be disabled in future versions")
+def grad_mode_decorating_a_class():
+    @cgrad.no_grad  # warns
+    class Model:
+        pass
+
+
 @case(r"Anomaly Detection has been enabled")
 def detect_anomaly():
     cgrad.autograd.detect_anomaly()  # warns
