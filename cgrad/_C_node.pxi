@@ -219,6 +219,12 @@ cdef class Node:
         if one of them was modified in place after it was saved."""
         return self._unpack_saved()
 
+    @property
+    def saved_variables(self):
+        """Deprecated alias of ``saved_tensors`` (torch warns the same way)."""
+        _warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning)
+        return self._unpack_saved()
+
     cdef tuple _unpack_saved(self):
         cdef Py_ssize_t i, n, cur, expected
         cdef TensorBase t

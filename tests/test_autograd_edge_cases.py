@@ -871,3 +871,293 @@ def test_numpy_of_a_tensor_requiring_grad_is_allowed_under_no_grad():
                                "tensor.detach().numpy() instead.")
     assert got == [refused, refused, [1.0, 2.0], [2.0, 4.0], [1.0, 2.0], [1.0, 2.0], refused]
     same_as_torch(_numpy_under_no_grad, got)
+
+
+# ----------------------------------------------------------------------------------------
+# 7. .data =, detach_() on a view, post-accumulate hooks' result, a second backward through
+#    an indexed assignment, saved_variables, increment_version, module backward hooks
+# ----------------------------------------------------------------------------------------
+def _set_data(m):
+    import numpy as np
+    out = []
+
+    def setdata(t, v):
+        t.data = v
+        return (vals(t) if "float" in str(t.dtype) else t.tolist(), str(t.dtype).split(".")[-1],
+                tuple(t.shape), t.requires_grad, t._version)
+
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    for v in (m.tensor([5.0, 6.0]), m.tensor([5.0, 6.0, 7.0]),
+              m.tensor([5.0, 6.0], dtype=m.float64), m.tensor([5, 6]), [1.0, 2.0], 3.0, None,
+              np.zeros(2)):
+        out.append(err(lambda: setdata(x, v)))
+    out.append(err(lambda: setdata(m.tensor([1, 2]), m.tensor([1.5, 2.5]))))
+    out.append(err(lambda: setdata(m.tensor([1.0, 2.0]), m.tensor([1, 2]))))
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    b = a * m.tensor([2.0, 2.0])
+    out.append(err(lambda: setdata(b, m.tensor([7.0, 8.0]))))      # a non-leaf: history kept
+    b.sum().backward()
+    out.append(vals(a.grad))
+    base = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    view = base[:2]
+    out.append(err(lambda: setdata(view, m.tensor([9.0, 9.0]))))
+    out.append(vals(base))
+    return out
+
+
+def test_set_data_checks():
+    got = _set_data(cgrad)
+    assert got[0] == ("ok", ([5.0, 6.0], "float32", (2,), True, 0))
+    assert got[1] == ("ok", ([5.0, 6.0, 7.0], "float32", (3,), True, 0))
+    assert got[2] == ("ok", ([5.0, 6.0], "float64", (2,), True, 0))
+    assert got[3] == ("RuntimeError", "data set to a tensor that requires gradients must be "
+                                      "floating point or complex dtype")
+    assert got[4] == ("TypeError", "Variable data has to be a tensor, but got list")
+    assert got[5] == ("TypeError", "Variable data has to be a tensor, but got float")
+    assert got[6] == ("TypeError", "Variable data has to be a tensor, but got NoneType")
+    assert got[7] == ("TypeError", "Variable data has to be a tensor, but got numpy.ndarray")
+    assert got[8] == ("ok", ([1.5, 2.5], "float32", (2,), False, 0))
+    assert got[9] == ("ok", ([1, 2], "int64", (2,), False, 0))
+    assert got[10] == ("ok", ([7.0, 8.0], "float32", (2,), True, 0))
+    assert got[11] == [2.0, 2.0]
+    assert got[12] == ("ok", ([9.0, 9.0], "float32", (2,), True, 0))
+    assert got[13] == [1.0, 2.0, 3.0]
+    same_as_torch(_set_data, got)
+
+
+def _detach_and_post_acc(m):
+    out = []
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    for f in (lambda: y[:2].detach_(), lambda: y.view(3).detach_(),
+              lambda: x.detach()[:2].detach_(), lambda: m.tensor([1.0, 2.0])[:1].detach_()):
+        out.append(err(f))
+    z = y.detach_()
+    out.append((z is y, y.requires_grad, y.grad_fn is None, y.is_leaf))
+    for ret in (lambda p: p.grad * 2, lambda p: 5):
+        p = m.tensor([1.0], requires_grad=True)
+        p.register_post_accumulate_grad_hook(ret)
+        out.append(err(lambda: (p * 2).sum().backward()))
+        out.append(vals(p.grad))                       # accumulated before the hook ran
+    return out
+
+
+def test_detach_on_a_view_and_post_accumulate_hook_results():
+    got = _detach_and_post_acc(cgrad)
+    view = ("RuntimeError", "Can't detach views in-place. Use detach() instead. If you are using "
+            "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+            "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+            "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+            "function in torch/optim/optimizer.py as the solution.")
+    assert got[:4] == [view] * 4
+    assert got[4] == (True, False, True, True)
+    assert got[5] == ("RuntimeError", "Tensor post accumulate grad hooks should return None.")
+    assert got[6] == [2.0]
+    assert got[7] == ("TypeError", "expected Variable, but hook returned 'int'")
+    assert got[8] == [2.0]
+    same_as_torch(_detach_and_post_acc, got)
+
+
+def _indexed_assignment_twice(m):
+    out = []
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y[0] = 5
+    y.sum().backward()
+    out.append(err(lambda: y.sum().backward()))
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y[0] = 5
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    out.append(vals(x.grad))
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[0] = x[1] * 3
+    (y * y).sum().backward()
+    out.append(err(lambda: (y * y).sum().backward()))
+    return out
+
+
+def test_second_backward_through_an_indexed_assignment():
+    got = _indexed_assignment_twice(cgrad)
+    assert got[0][0] == "RuntimeError" and "Specify retain_graph=True" in got[0][1]
+    assert got[1] == [0.0, 4.0, 4.0]
+    assert got[2][0] == "RuntimeError" and "Specify retain_graph=True" in got[2][1]
+    same_as_torch(_indexed_assignment_twice, got)
+
+
+def _saved_variables_and_versions(m):
+    import warnings
+    out = []
+
+    class F(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                sv = ctx.saved_variables
+            out.append((type(sv).__name__, len(sv), [(i.category.__name__, str(i.message))
+                                                     for i in w]))
+            return g * 2
+
+    a = m.tensor([1.0], requires_grad=True)
+    F.apply(a).backward()
+    out.append(vals(a.grad))
+    t = m.tensor([1.0, 2.0])
+    v0 = t._version
+    inc = m.autograd.graph.increment_version
+    inc(t)
+    out.append(t._version - v0)
+    inc([t, t])
+    out.append(t._version - v0)
+    out.append(err(lambda: inc((t,))))
+    out.append(err(lambda: inc(3)))
+    out.append(err(lambda: inc([t, 3])))
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 1
+    c = b * b
+    inc(b)                          # as an in-place change behind autograd's back
+    r = err(lambda: c.sum().backward())
+    out.append((r[0], r[1].split(":")[0]))
+    return out
+
+
+def test_saved_variables_and_increment_version():
+    got = _saved_variables_and_versions(cgrad)
+    assert got[0] == ("tuple", 1, [("DeprecationWarning",
+                                    "'saved_variables' is deprecated; use 'saved_tensors'")])
+    assert got[1] == [2.0] and got[2] == 1 and got[3] == 3 and got[4] == ("ok", None)
+    assert got[5] == ("RuntimeError", "increment_version expect a Iterable[Tensor] as input")
+    assert got[6] == ("RuntimeError",
+                      "increment_version expects each element of the iterable to be a tensor")
+    assert got[7] == ("RuntimeError", "one of the variables needed for gradient computation has "
+                                      "been modified by an inplace operation")
+    same_as_torch(_saved_variables_and_versions, got)
+
+
+def _module_backward_hooks(m):
+    import warnings
+    nn = m.nn
+    out = []
+    log = []
+    lin = nn.Linear(2, 2)
+    with m.no_grad():
+        lin.weight.copy_(m.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        lin.bias.copy_(m.tensor([0.5, -0.5]))
+    hs = [lin.register_full_backward_pre_hook(
+              lambda mod, go: log.append(("pre1", type(mod).__name__, vals(go)))),
+          lin.register_full_backward_hook(
+              lambda mod, gi, go: log.append(("hook1", type(gi).__name__, vals(gi), vals(go)))),
+          lin.register_full_backward_pre_hook(lambda mod, go: log.append("pre2")),
+          lin.register_full_backward_hook(lambda mod, gi, go: log.append("hook2"))]
+    x = m.tensor([[1.0, -1.0]], requires_grad=True)
+    out_t = lin(x)
+    out.append(type(out_t.grad_fn).__name__)
+    out_t.sum().backward()
+    out.append((list(log), vals(x.grad)))
+    log.clear()
+    with warnings.catch_warnings(record=True) as w:         # no input requires grad
+        warnings.simplefilter("always")
+        lin(m.tensor([[1.0, -1.0]])).sum().backward()
+    out.append((list(log), [str(i.message)[:45] for i in w]))
+    log.clear()
+    for h in hs:
+        h.remove()
+    # replacing gradients: the pre hook's reach the module, the hook's reach the input
+    lin.weight.grad = None
+    h = lin.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10,))
+    x = m.tensor([[1.0, -1.0]], requires_grad=True)
+    lin(x).sum().backward()
+    out.append((vals(x.grad), vals(lin.weight.grad)))
+    h.remove()
+    lin.weight.grad = None
+    h = lin.register_full_backward_hook(lambda mod, gi, go: (gi[0] * 100,))
+    x = m.tensor([[1.0, -1.0]], requires_grad=True)
+    lin(x).sum().backward()
+    out.append((vals(x.grad), vals(lin.weight.grad)))
+    h.remove()
+    for reg, ret in ((lin.register_full_backward_hook, lambda mod, gi, go: (gi[0], gi[0])),
+                     (lin.register_full_backward_pre_hook, lambda mod, go: (go[0], go[0]))):
+        h = reg(ret)
+        out.append(err(lambda: lin(x).sum().backward()))
+        h.remove()
+    # order with several hooks and prepend
+    hs = [lin.register_full_backward_hook(lambda mod, gi, go: log.append("A")),
+          lin.register_full_backward_hook(lambda mod, gi, go: log.append("B"), prepend=True),
+          lin.register_full_backward_pre_hook(lambda mod, go: log.append("pA")),
+          lin.register_full_backward_pre_hook(lambda mod, go: log.append("pB"), prepend=True)]
+    lin(x).sum().backward()
+    out.append(list(log))
+    log.clear()
+    for h in hs:
+        h.remove()
+
+    # several inputs (one not requiring grad), several outputs, a keyword argument
+    class Two(nn.Module):
+        def forward(self, a, b, k=2):
+            return a * b * k, a + b
+
+    two = Two()
+    two.register_full_backward_hook(lambda mod, gi, go: log.append(("two", vals(gi), vals(go))))
+    two.register_full_backward_pre_hook(lambda mod, go: log.append(("two_pre", vals(go))))
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    bb = m.tensor([3.0, 4.0])
+    o1, o2 = two(a, bb)
+    o1.sum().backward()
+    o1, o2 = two(a, bb, k=3)
+    (o1.sum() + o2.sum()).backward()
+    out.append((list(log), vals(a.grad)))
+    log.clear()
+
+    # nested modules: the outer pre hook first, the outer hook last
+    class Scale(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        def forward(self, t):
+            return t * self.k
+
+    s2, s3 = Scale(2.0), Scale(3.0)
+    seq = nn.Sequential(s2, s3)
+    for name, mod in (("s2", s2), ("s3", s3), ("seq", seq)):
+        mod.register_full_backward_hook(lambda md, gi, go, n=name: log.append((n, vals(gi))))
+        mod.register_full_backward_pre_hook(lambda md, go, n=name: log.append((n + "_pre",
+                                                                                vals(go))))
+    seq(m.tensor([1.0, 2.0], requires_grad=True)).sum().backward()
+    out.append(list(log))
+    return out
+
+
+def test_module_full_backward_hooks():
+    got = _module_backward_hooks(cgrad)
+    assert got[0] == "BackwardHookFunctionBackward"
+    assert got[1] == ([("pre1", "Linear", ([1.0, 1.0],)), "pre2",
+                       ("hook1", "tuple", ([4.0, 6.0],), ([1.0, 1.0],)), "hook2"], [4.0, 6.0])
+    assert got[2] == ([("pre1", "Linear", ([1.0, 1.0],)), "pre2",
+                       ("hook1", "tuple", (None,), ([1.0, 1.0],)), "hook2"],
+                      ["Full backward hook is firing when gradients a"])
+    assert got[3] == ([40.0, 60.0], [10.0, -10.0, 10.0, -10.0])
+    assert got[4] == ([400.0, 600.0], [1.0, -1.0, 1.0, -1.0])
+    assert got[5] == ("RuntimeError",
+                      "Backward hook returned an invalid number of grad_input, got 2, but "
+                      "expected 1")
+    assert got[6] == ("RuntimeError",
+                      "Backward pre hook returned an invalid number of grad_output, got 2, but "
+                      "expected 1")
+    assert got[7] == ["pB", "pA", "B", "A"]
+    assert got[8] == ([("two_pre", ([1.0, 1.0], None)),
+                       ("two", ([6.0, 8.0], [0.0, 0.0]), ([1.0, 1.0], None)),
+                       ("two_pre", ([1.0, 1.0], [1.0, 1.0])),
+                       ("two", ([10.0, 13.0], [0.0, 0.0]), ([1.0, 1.0], [1.0, 1.0]))],
+                      [16.0, 21.0])
+    assert got[9] == [("seq_pre", ([1.0, 1.0],)), ("s3_pre", ([1.0, 1.0],)),
+                      ("s3", ([3.0, 3.0],)), ("s2_pre", ([3.0, 3.0],)), ("s2", ([6.0, 6.0],)),
+                      ("seq", ([6.0, 6.0],))]
+    same_as_torch(_module_backward_hooks, got)
