@@ -1161,3 +1161,199 @@ def test_module_full_backward_hooks():
                       ("s3", ([3.0, 3.0],)), ("s2_pre", ([3.0, 3.0],)), ("s2", ([6.0, 6.0],)),
                       ("seq", ([6.0, 6.0],))]
     same_as_torch(_module_backward_hooks, got)
+
+
+# ----------------------------------------------------------------------------------------
+# 8. saved_tensors_hooks: the state is restored when forward or backward raises inside
+# ----------------------------------------------------------------------------------------
+def _saved_hooks_state(m):
+    graph = m.autograd.graph
+    log = []
+    out = []
+
+    def pack(t):
+        log.append("p")
+        return t
+
+    def unpack(t):
+        log.append("u")
+        return t
+
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+
+    def after():            # a product saves two tensors: packed only if hooks are left on
+        log.clear()
+        x * x
+        return list(log)
+
+    try:
+        with graph.saved_tensors_hooks(pack, unpack):
+            x * x
+            raise ValueError("forward")
+    except ValueError:
+        pass
+    out.append(after())
+
+    class Fails(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise KeyError("backward")
+
+    try:
+        with graph.saved_tensors_hooks(pack, unpack):
+            Fails.apply(x).sum().backward()
+    except KeyError:
+        pass
+    out.append(after())
+    with graph.saved_tensors_hooks(pack, lambda t: 1 / 0):
+        y = x * x
+    out.append(err(lambda: y.sum().backward())[0])
+    out.append(after())
+    try:
+        with graph.save_on_cpu():
+            raise ValueError("save_on_cpu")
+    except ValueError:
+        pass
+    out.append(after())
+    try:
+        with graph.saved_tensors_hooks(pack, unpack):
+            with graph.saved_tensors_hooks(pack, unpack):
+                raise ValueError("nested")
+    except ValueError:
+        pass
+    out.append(after())
+    try:
+        with graph.disable_saved_tensors_hooks("no hooks please"):
+            raise ValueError("disabled")
+    except ValueError:
+        pass
+    with graph.saved_tensors_hooks(pack, unpack):
+        out.append(after())
+    with graph.disable_saved_tensors_hooks("no hooks please"):
+        out.append(err(lambda: graph.saved_tensors_hooks(pack, unpack).__enter__()))
+    with graph.saved_tensors_hooks(pack, unpack):          # entering disable while active
+        out.append(err(lambda: graph.disable_saved_tensors_hooks("m").__enter__()))
+    with graph.saved_tensors_hooks(pack, unpack):          # ... left nothing disabled
+        out.append(after())
+    out.append(after())
+    return out
+
+
+def test_saved_tensors_hooks_state_is_restored_on_errors():
+    got = _saved_hooks_state(cgrad)
+    assert got[0] == [] and got[1] == [] and got[2] == "ZeroDivisionError"
+    assert got[3:6] == [[], [], []]
+    assert got[6] == ["p", "p"]
+    assert got[7] == ("RuntimeError", "no hooks please") and got[8] == ("RuntimeError", "m")
+    assert got[9] == ["p", "p"] and got[10] == []
+    same_as_torch(_saved_hooks_state, got)
+
+
+# ----------------------------------------------------------------------------------------
+# 2. retain_grad() and tensor hooks across in-place ops
+# ----------------------------------------------------------------------------------------
+def _hooks_and_inplace(m):
+    log = []
+    out = []
+    w3 = m.tensor([1.0, 10.0, 100.0])
+    # a hook on a view, registered before an in-place op on the view
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[:2]
+    v.register_hook(lambda g: log.append(("v", vals(g))))
+    v.mul_(3)
+    v.register_hook(lambda g: log.append(("v after", vals(g))))
+    (b * w3).sum().backward()
+    out.append((list(log), vals(x.grad)))
+    log.clear()
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[:2]
+    v.register_hook(lambda g: log.append(("v", vals(g))))
+    v.mul_(3)
+    v.register_hook(lambda g: log.append(("v after", vals(g))))
+    (v * w3[:2]).sum().backward()
+    out.append((list(log), vals(x.grad)))
+    log.clear()
+    # hooks on the base, before and after an in-place op through a view
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    b.register_hook(lambda g: log.append(("b", vals(g))))
+    b[:2].mul_(3)
+    b.register_hook(lambda g: log.append(("b after", vals(g))))
+    (b * w3).sum().backward()
+    out.append((list(log), vals(x.grad)))
+    log.clear()
+    # retain_grad() on a non-leaf later modified in place: .grad is w.r.t. the new value
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)
+    (y * w3).sum().backward()
+    out.append((vals(y.grad), vals(x.grad), y.retains_grad))
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y[:2].mul_(3)
+    (y * w3).sum().backward()
+    out.append((vals(y.grad), vals(x.grad)))
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    v = y[1:]
+    v.retain_grad()
+    v.add_(1)
+    (y * w3).sum().backward()
+    out.append((vals(v.grad), vals(x.grad)))
+    x = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[:2]
+    v.retain_grad()
+    v.mul_(3)
+    (v * w3[:2]).sum().backward()
+    out.append((vals(v.grad), vals(x.grad), v.retains_grad))
+    # a hook registered before vs after an in-place op on the tensor itself
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: log.append(("before", vals(g))))
+    y.mul_(5)
+    y.register_hook(lambda g: log.append(("after", vals(g))))
+    (y * w3[:2]).sum().backward()
+    out.append((list(log), vals(x.grad)))
+    log.clear()
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 100)
+    y.mul_(5)
+    y.register_hook(lambda g: g + 1)
+    (y * w3[:2]).sum().backward()
+    out.append(vals(x.grad))
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g * 2)
+    y.add_(1)
+    y.register_hook(lambda g: g * 3)
+    y.sum().backward()
+    out.append((vals(y.grad), vals(x.grad)))
+    return out
+
+
+def test_retain_grad_and_hooks_follow_inplace_ops():
+    got = _hooks_and_inplace(cgrad)
+    assert got[0] == ([], [3.0, 30.0, 100.0])
+    assert got[1] == ([("v after", [1.0, 10.0])], [3.0, 30.0, 0.0])
+    assert got[2] == ([("b after", [1.0, 10.0, 100.0]), ("b", [3.0, 30.0, 100.0])],
+                      [3.0, 30.0, 100.0])
+    assert got[3] == ([1.0, 10.0, 100.0], [6.0, 60.0, 600.0], True)
+    assert got[4] == ([1.0, 10.0, 100.0], [6.0, 60.0, 200.0])
+    assert got[5] == (None, [2.0, 20.0, 200.0])
+    assert got[6] == ([1.0, 10.0], [3.0, 30.0, 0.0], True)
+    assert got[7] == ([("after", [1.0, 10.0]), ("before", [5.0, 50.0])], [10.0, 100.0])
+    assert got[8] == [2000.0, 11000.0]
+    assert got[9] == ([3.0, 3.0], [12.0, 12.0])
+    same_as_torch(_hooks_and_inplace, got)

@@ -49,7 +49,10 @@ class save_on_cpu(saved_tensors_hooks):
 
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message):
-    """Within this context, registering saved-tensor hooks raises RuntimeError(error_message)."""
+    """Within this context, registering saved-tensor hooks raises RuntimeError(error_message).
+    Entering it while saved-tensor hooks are active raises that error too (torch)."""
+    if _C._current_saved_hooks() is not None:
+        raise RuntimeError(error_message)
     prev = _C._set_hooks_disabled(error_message)
     try:
         yield
