@@ -748,11 +748,13 @@ cdef tuple _edge_of(object edge):
     """(node, input_nr) of a GradientEdge (autograd.graph), checked: the engine indexes the
     node's gradient buffers by input_nr (torch does not check it, and crashes)."""
     cdef Py_ssize_t nr, n_out
-    node = edge[0]
+    if not isinstance(edge, tuple) or PyTuple_GET_SIZE(edge) < 2:     # no bounds checks here
+        raise TypeError(f"expected a GradientEdge (node, output_nr), got {_obj_type(edge)}")
+    node = <object>PyTuple_GET_ITEM(edge, 0)
     if not isinstance(node, Node):
         raise RuntimeError("GradientEdge's first object must be an autograd.graph.Node but "
                            f"got {_obj_type(node)}")
-    nr = edge[1]
+    nr = <object>PyTuple_GET_ITEM(edge, 1)
     n_out = (<Node>node).c.n_outputs
     if n_out < 1:
         n_out = 1
