@@ -14,6 +14,10 @@ from cpython.object cimport PyObject, PyTypeObject, visitproc, traverseproc, inq
 from cpython.ref cimport Py_INCREF, Py_XINCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.weakref cimport PyWeakref_NewRef
+from cpython.contextvars cimport (PyContextVar_Set, PyContextVar_Reset, PyContext_Enter,
+                                 PyContext_Exit)
+from cpython.pystate cimport PyThreadState_GetDict
+from cpython.dict cimport PyDict_GetItem
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_acquire_lock,
                                PyThread_release_lock, PyThread_get_thread_ident, WAIT_LOCK,
@@ -24,6 +28,7 @@ from numpy cimport PyUFuncGenericFunction, ufunc
 
 from cgrad._csrc cimport *
 
+import contextvars as _contextvars
 import inspect
 import math
 import os
@@ -59,7 +64,8 @@ cdef extern from "Python.h":
 # crosses a module boundary and the fast paths keep their inlined C calls). Cython resolves
 # cdef functions and classes module-wide, so a file may use one that a later file defines;
 # module-level statements (globals, registrations, slot patches) run in the order below.
-#   _C_module.pxi     what cgrad/__init__.py and cgrad.sparse register, grad mode, helpers
+#   _C_module.pxi     what cgrad/__init__.py and cgrad.sparse register, grad mode, Note
+#                     [Quiet floating point], helpers
 #   _C_untracked.pxi  Note [Untracked graphs]: graph objects kept out of the cycle collector
 #                     (tracking, the CLEAN registry, which nodes become CLEAN)
 #   _C_tensor.pxi     TensorBase (the Tensor's layout), version counters, hook handles,

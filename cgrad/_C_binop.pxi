@@ -145,18 +145,13 @@ cdef inline object _np_scalar(object other, object x):
 # cached scalar, Note [Scalar cache], or a broadcast view such as a sum's gradient), with
 # equal shapes or one side 0-d, the operators and the engine's buffer sums call that same
 # inner loop directly: NumPy's own kernel (the `functions` entry of the ufunc for the
-# dtype), so the values are bit-identical. NumPy's floating-point warnings are kept exactly:
-# the FP status flags (csrc/cg_fpe.h) are cleared before the loop and, if it raised any
-# (overflow, division by zero, invalid, underflow), the result is discarded and the caller
-# runs the ufunc, which recomputes and warns or raises as np.errstate says. An in-place sum
-# writes through a stack scratch buffer, so a discarded result never touched its target.
-# Up to 16384 elements (1024 for in-place sums, the scratch's size) the loop takes a few
-# microseconds at most, for which the GIL is kept; larger arrays go through the ufunc (its
-# dispatch is then noise, and it releases the GIL).
-cdef extern from "cg_fpe.h":
-    void cg_fpe_clear() noexcept nogil
-    int cg_fpe_raised() noexcept nogil
-
+# dtype), so the values are bit-identical. Floating-point errors (overflow, division by zero,
+# invalid) give their IEEE results silently, as the ufunc does under Note [Quiet floating
+# point]. An in-place sum writes through a stack scratch buffer, so an operand that overlaps
+# its target is read before the target is written. Up to 16384 elements (1024 for in-place
+# sums, the scratch's size) the loop takes a few microseconds at most, for which the GIL is
+# kept; larger arrays go through the ufunc (its dispatch is then noise, and it releases the
+# GIL).
 DEF _DL_MAX = 16384       # elements, for a result in a new array
 DEF _DL_MAX_INPLACE = 1024   # elements, for an in-place sum (the scratch buffer's size)
 cdef PyUFuncGenericFunction _dl_fn[8]     # [2 * code + (0 float32 | 1 float64)]
@@ -224,9 +219,9 @@ cdef inline cnp.npy_intp _dl_step(object b, object a) noexcept:
     return 0
 
 
-cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
+cdef inline void _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
                          cnp.npy_intp sa, cnp.npy_intp sb, cnp.npy_intp so) noexcept:
-    """One call of the inner loop; False when it raised a floating-point flag."""
+    """One call of the inner loop."""
     cdef char *args[3]
     cdef cnp.npy_intp steps[3]
     args[0] = pa
@@ -235,9 +230,7 @@ cdef inline bint _dl_run(int slot, char *pa, char *pb, char *po, cnp.npy_intp n,
     steps[0] = sa
     steps[1] = sb
     steps[2] = so
-    cg_fpe_clear()
     _dl_fn[slot](args, &n, steps, _dl_data[slot])
-    return not cg_fpe_raised()
 
 
 cdef inline int _dl_plan(int code, object a, object b, cnp.npy_intp *steps) noexcept:
@@ -259,7 +252,8 @@ cdef inline int _dl_plan(int code, object a, object b, cnp.npy_intp *steps) noex
 
 cdef object _dl_binary(int code, object a, object b):
     """a <code> b (0 add, 1 sub, 2 mul, 3 div) by NumPy's inner loop, as a new array; None
-    when Note [Direct loops] does not apply and the caller must call the ufunc. The operands
+    when Note [Direct loops] does not apply and the caller must call the ufunc (under Note
+    [Quiet floating point]). The operands
     have equal shapes, or one is 0-d; each is contiguous or one repeated element."""
     cdef cnp.npy_intp steps[2]
     cdef int slot = _dl_plan(code, a, b, steps)
@@ -273,17 +267,16 @@ cdef object _dl_binary(int code, object a, object b):
         return None
     out = cnp.PyArray_EMPTY(cnp.PyArray_NDIM(shape_of), cnp.PyArray_DIMS(shape_of),
                             cnp.PyArray_TYPE(shape_of), 0)
-    if not _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
-                   <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>cnp.PyArray_DATA(out),
-                   n, steps[0], steps[1], cnp.PyArray_ITEMSIZE(out)):
-        return None
+    _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
+            <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>cnp.PyArray_DATA(out),
+            n, steps[0], steps[1], cnp.PyArray_ITEMSIZE(out))
     return out
 
 
 cdef bint _dl_iadd(object a, object b) noexcept:
     """a += b in place by NumPy's inner loop (a writeable and C-contiguous, b of a's shape or
     0-d); False when Note [Direct loops] does not apply (a is then unchanged) and the caller
-    must call np.add."""
+    must call np.add (under Note [Quiet floating point])."""
     cdef cnp.npy_intp steps[2]
     cdef int slot = _dl_plan(0, a, b, steps)
     cdef cnp.npy_intp n, isz
@@ -297,10 +290,9 @@ cdef bint _dl_iadd(object a, object b) noexcept:
     if n > _DL_MAX_INPLACE:
         return False
     isz = cnp.PyArray_ITEMSIZE(<cnp.ndarray>a)
-    if not _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
-                   <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>scratch, n,
-                   steps[0], steps[1], isz):
-        return False
+    _dl_run(slot, <char *>cnp.PyArray_DATA(<cnp.ndarray>a),
+            <char *>cnp.PyArray_DATA(<cnp.ndarray>b), <char *>scratch, n,
+            steps[0], steps[1], isz)
     memcpy(cnp.PyArray_DATA(<cnp.ndarray>a), scratch, <size_t>(n * isz))
     return True
 
@@ -386,10 +378,15 @@ cdef object _binop(int code, object self, object other, bint reflected):
         out = None
         if cnp.PyArray_CheckExact(k):       # a cached 0-d array: Note [Direct loops]
             out = _dl_binary(code, k, x) if reflected else _dl_binary(code, x, k)
-        if out is None:
-            out = _ts_ufunc(code, x, k, reflected)
-        if _descr_differs(out, x):
-            out = _promote_py(code, out, x, other)
+        if out is None or _descr_differs(out, x):
+            quiet = _quiet_on()             # Note [Quiet floating point]
+            try:
+                if out is None:
+                    out = _ts_ufunc(code, x, k, reflected)
+                if _descr_differs(out, x):
+                    out = _promote_py(code, out, x, other)
+            finally:
+                _quiet_off(quiet)
         if cg_grad_enabled():
             _refresh(a)
         if not (a._requires_grad and cg_grad_enabled()):
@@ -406,10 +403,15 @@ cdef object _binop(int code, object self, object other, bint reflected):
     y = b._data
     info = <_FnInfo>_tt_ops[code]
     out = _dl_binary(code, x, y)            # Note [Direct loops]
-    if out is None:
-        out = _tt_ufunc(code, x, y)
-    if _descr_differs(out, x) or _descr_differs(out, y):
-        out = _promote_py(code, out, x, y)
+    if out is None or _descr_differs(out, x) or _descr_differs(out, y):
+        quiet = _quiet_on()                 # Note [Quiet floating point]
+        try:
+            if out is None:
+                out = _tt_ufunc(code, x, y)
+            if _descr_differs(out, x) or _descr_differs(out, y):
+                out = _promote_py(code, out, x, y)
+        finally:
+            _quiet_off(quiet)
     if cg_grad_enabled():
         _refresh(a)
         _refresh(b)

@@ -77,6 +77,20 @@ cdef object _validate_grad(Node node, object g, Py_ssize_t pos, cg_node_t *targe
 
 cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned char *needed,
                    PyObject **out) except -1:
+    if not _anomaly_on:
+        return _run_function_node(c, bufs, needed, out)
+    # anomaly mode: whatever fails while this node runs (its hooks, its backward, the checks
+    # of what it returned, the NaN check) is reported with the node's forward traceback, as
+    # torch reports the node of a failed task
+    try:
+        return _run_function_node(c, bufs, needed, out)
+    except BaseException:
+        _anomaly_report(<Node>c.self)
+        raise
+
+
+cdef int _run_function_node(cg_node_t *c, cg_buf_t *bufs, const unsigned char *needed,
+                            PyObject **out) except -1:
     cdef Node node = <Node>c.self
     cdef Py_ssize_t i, n_out = c.n_outputs, e, pos, n_res
     cdef cg_node_t *target
@@ -97,14 +111,19 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
     if node._fn is not None and (<_FnInfo>node._fn).builtin:
         # torch's built-in nodes pass "no gradient" on: when none arrived (a custom backward
         # returned None for this path), nothing is sent, not zeros (custom Functions still
-        # get materialized zeros, as in torch)
+        # get materialized zeros, as in torch); the post hooks see no gradients
         for i in range(n_out):
             if grads[i + 1] is not None:
                 break
         else:
             if node._has_saved:
                 node._unpack_saved()    # torch's node unpacks (and version-checks) first
+            if x is not None and x.post_hooks is not None:
+                _run_post_hooks(node, x, (None,) * node._n_args, grads[1:])
             return 0
+    # the post hooks see the gradients as they arrived (after the pre hooks), not the zeros
+    # materialized for a custom backward (torch)
+    grad_outputs = grads
     if node._materialize:
         for i in range(n_out):
             if grads[i + 1] is None and c.meta[i].ndim >= 0:
@@ -135,7 +154,7 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
                 if node._has_saved:
                     node._unpack_saved()
             if x is not None and x.post_hooks is not None:
-                _run_post_hooks(x, (None,) * node._n_args, grads[1:])
+                _run_post_hooks(node, x, (None,) * node._n_args, grad_outputs[1:])
             return 0
     if node._released and (<_FnInfo>fn).builtin:
         raise RuntimeError(_SECOND_TIME)    # Note [Freed saved values]
@@ -153,13 +172,16 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             return 0
     else:
         same = None
-        if needed != NULL or cg_needs_node != NULL:
-            # Note [Exact needs_input_grad]
-            res = _apply_pruned(node, fn, grads, needed)
-        elif _anomaly_on:
-            res = _apply_anomaly(node, fn, grads)
-        else:
-            res = fn(*grads)
+        # Note [Quiet floating point]: a built-in backward is cgrad's maths
+        quiet = _quiet_on() if (<_FnInfo>node._fn).builtin else None
+        try:
+            if needed != NULL or cg_needs_node != NULL:
+                # Note [Exact needs_input_grad]
+                res = _apply_pruned(node, fn, grads, needed)
+            else:
+                res = fn(*grads)
+        finally:
+            _quiet_off(quiet)
         if (type(res) is not tuple and node._n_args == 1 and c.n_edges == 1
                 and (x is None or x.post_hooks is None) and not _anomaly_on):
             # one input, one gradient returned bare (the usual custom backward): no tuple
@@ -171,16 +193,16 @@ cdef int _cb_apply(void *state, cg_node_t *c, cg_buf_t *bufs, const unsigned cha
             return 0
         if type(res) is not tuple:
             res = (res,)
-        if _anomaly_on and _anomaly_nan:
-            _anomaly_check_nan(node, res)
-        if x is not None and x.post_hooks is not None:
-            res = _run_post_hooks(x, res, grads[1:])
         n_res = PyTuple_GET_SIZE(res)
         if n_res != node._n_args:
             if n_res < node._n_args or any(r is not None for r in res[node._n_args:]):
                 raise RuntimeError(
                     f"function {type(node).__name__} returned an incorrect number of "
                     f"gradients (expected {node._n_args}, got {n_res})")
+        if _anomaly_on and _anomaly_nan:
+            _anomaly_check_nan(node, res)
+        if x is not None and x.post_hooks is not None:
+            res = _run_post_hooks(node, x, res, grad_outputs[1:])
     arg_pos = node._arg_pos
     if arg_pos is not None and res is not None and not (<_FnInfo>node._fn).builtin:
         _check_untracked_grads(node, res, <tuple>arg_pos)
@@ -207,14 +229,6 @@ cdef int _check_untracked_grads(Node node, tuple res, tuple arg_pos) except -1:
                 f"function {type(node).__name__} returned a gradient different than None at "
                 f"position {p + 1}, but the corresponding forward input was not a Variable")
     return 0
-
-
-cdef object _apply_anomaly(Node node, object fn, tuple grads):
-    try:
-        return fn(*grads)
-    except BaseException:
-        _anomaly_report(node)
-        raise
 
 
 # Note [Exact needs_input_grad]: in a pruned run (grad(), backward(inputs=)) a backward sees
@@ -256,8 +270,6 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
         cg_needs_node = NULL
         cg_needs_value = NULL
     try:
-        if _anomaly_on:
-            return _apply_anomaly(node, fn, grads)
         return fn(*grads)
     finally:
         cg_needs_node = prev_node
@@ -265,23 +277,28 @@ cdef object _apply_pruned(Node node, object fn, tuple grads, const unsigned char
 
 
 cdef tuple _run_pre_hooks(_NodeExtra x, tuple grads):
+    """A node's tensor hooks and retain_grad, then its pre hooks, on the gradients that
+    arrived (grads: one per output, None where none arrived)."""
     lst = list(grads)
     _run_tensor_hooks(x, lst)
     if x.pre_hooks is not None:
+        grads = tuple(lst)
         for fn in list(x.pre_hooks.values()):
-            r = fn(tuple(lst))
+            r = fn(grads)
             if r is not None:
-                lst = list(r)
+                _check_hooks_tuple(fn, grads, r)
+                grads = <tuple>r
+        return grads
     return tuple(lst)
 
 
 cdef _run_tensor_hooks(_NodeExtra x, list lst):
     """A node's tensor pre-hooks (Tensor.register_hook on its outputs), then retain_grad,
-    on the gradients in lst (replaced in place by what the hooks return)."""
+    on the gradients in lst (replaced in place by what the hooks return). As torch, a hook
+    is called with None for an output that received no gradient (and may only return None
+    then); retain_grad skips it."""
     if x.tensor_pre is not None:
         for nr, hooks in list(x.tensor_pre.items()):
-            if lst[nr] is None:
-                continue
             for fn in list(hooks.values()):
                 r = fn(lst[nr])
                 if r is not None:
@@ -311,21 +328,64 @@ cdef _retain_locked(TensorBase t, object g):
     elif cg_grad_enabled():
         t._grad = t._grad + g
     else:
-        t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data + (<TensorBase>g)._data))
+        quiet = _quiet_on()                 # Note [Quiet floating point]
+        try:
+            t._grad = _new_tensor(_as_array((<TensorBase>t._grad)._data
+                                            + (<TensorBase>g)._data))
+        finally:
+            _quiet_off(quiet)
     _hold(t, t._grad)                       # Note [Untracked graphs]
 
 
-cdef tuple _run_post_hooks(_NodeExtra x, tuple res, tuple grad_outputs):
+cdef tuple _run_post_hooks(Node node, _NodeExtra x, tuple res, tuple grad_outputs):
+    """A node's post hooks: fn(grad_inputs, grad_outputs) -> None or new grad_inputs, where
+    grad_inputs has one entry per edge (tensor input, as next_functions), as torch's. `res`
+    has one gradient per forward argument; the result too."""
+    cdef Py_ssize_t e, n_e = node.c.n_edges
+    arg_pos = node._arg_pos
+    if arg_pos is None:
+        gi = res[:n_e] if PyTuple_GET_SIZE(res) != n_e else res
+    else:
+        gi = tuple([res[<Py_ssize_t>arg_pos[e]] for e in range(n_e)])
+    changed = False
     for fn in list(x.post_hooks.values()):
-        r = fn(res, grad_outputs)
+        r = fn(gi, grad_outputs)
         if r is not None:
-            res = tuple(r) if isinstance(r, (tuple, list)) else (r,)
-    return res
+            _check_hooks_tuple(fn, gi, r)
+            gi = <tuple>r
+            changed = True
+    if not changed:
+        return res
+    lst = list(res)
+    for e in range(n_e):
+        lst[e if arg_pos is None else <Py_ssize_t>arg_pos[e]] = gi[e]
+    return tuple(lst)
+
+
+cdef _check_hooks_tuple(object fn, tuple old, object new):
+    """What a node's pre or post hook returned in place of `old` (torch's checks)."""
+    cdef Py_ssize_t i
+    if type(new) is not tuple:
+        raise TypeError(f"expected tuple, but hook returned '{_obj_type(new)}'")
+    if PyTuple_GET_SIZE(<tuple>new) != PyTuple_GET_SIZE(old):
+        name = getattr(fn, "__name__", repr(fn))
+        raise RuntimeError(
+            f"hook '{name}' has returned an incorrect number of values (got "
+            f"{PyTuple_GET_SIZE(<tuple>new)}, but expected {PyTuple_GET_SIZE(old)})")
+    for i in range(PyTuple_GET_SIZE(old)):
+        r = <object>PyTuple_GET_ITEM(<tuple>new, i)
+        if r is not None:
+            _check_hook_result(fn, <object>PyTuple_GET_ITEM(old, i), r)
 
 
 cdef _check_hook_result(object fn, object old, object new):
+    """A gradient `new` a hook returned in place of `old` (not None)."""
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
     if not isinstance(new, TensorBase):
         raise TypeError(f"expected Variable, but hook returned '{_obj_type(new)}'")
+    if not isinstance(old, TensorBase):
+        return
     if (<TensorBase>new)._data.shape != (<TensorBase>old)._data.shape:
         name = getattr(fn, "__name__", repr(fn))
         raise RuntimeError(f"hook '{name}' has changed the size of value")
@@ -427,8 +487,59 @@ cdef int _accumulate_leaf(TensorBase var, object g, bint owned, bint create_grap
     finally:
         _acc_exit()
     if var._post_acc_hooks is not None:
-        for fn in list((<dict>var._post_acc_hooks).values()):
-            fn(var)
+        _run_post_acc_hooks(var)
+    return 0
+
+
+cdef int _run_post_acc_hooks(TensorBase var) except -1:
+    for fn in list((<dict>var._post_acc_hooks).values()):
+        r = fn(var)
+        if r is not None:
+            if not isinstance(r, TensorBase):
+                raise TypeError(f"expected Variable, but hook returned '{_obj_type(r)}'")
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+    return 0
+
+
+cdef int _accumulate_node(AccumulateGrad acc, object g, bint owned,
+                          bint create_graph) except -1:
+    """An AccumulateGrad node with pre or post hooks of its own, or that received no
+    gradient (g None: a backward returned None for its leaf; the hooks see None and .grad is
+    left as it is), in torch's order: the leaf's tensor hooks, the node's pre hooks,
+    accumulation, the post-accumulate-grad hooks, the node's post hooks (which see
+    grad_inputs=() and the gradient as the pre hooks left it)."""
+    cdef TensorBase var = <TensorBase>acc._variable
+    x = acc._x
+    if var._hooks is not None:
+        for fn in list((<dict>var._hooks).values()):
+            r = fn(g)
+            if r is not None:
+                _check_hook_result(fn, g, r)
+                g = r
+                owned = False
+    go = (g,)
+    if x is not None and x.pre_hooks is not None:
+        for fn in list(x.pre_hooks.values()):
+            r = fn(go)
+            if r is not None:
+                _check_hooks_tuple(fn, go, r)
+                go = <tuple>r
+        if go[0] is not g:
+            g = go[0]
+            owned = False
+    if g is not None:
+        _acc_enter()
+        try:
+            _accumulate_locked(var, g, owned, create_graph)
+        finally:
+            _acc_exit()
+    if var._post_acc_hooks is not None:
+        _run_post_acc_hooks(var)
+    if x is not None and x.post_hooks is not None:
+        for fn in list(x.post_hooks.values()):
+            r = fn((), go)
+            if r is not None:
+                _check_hooks_tuple(fn, (), r)
     return 0
 
 
@@ -454,10 +565,10 @@ cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_gr
             if (cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) and a.shape == b.shape
                     and a.dtype == b.dtype):
                 if not _dl_iadd(a, b):          # Note [Direct loops]
-                    _np_add(a, b, a)
+                    _quiet_add(a, b, a)
                 _bump(<TensorBase>cur)
             else:
-                var._grad = _new_tensor(_as_array(a + b))
+                var._grad = _new_tensor(_as_array(_quiet_add(a, b, None)))
         else:
             var._grad = cur + g
     else:
@@ -468,8 +579,21 @@ cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_gr
 
 cdef int _cb_accumulate(void *state, cg_node_t *c, PyObject *grad, int owned) except -1:
     cdef AccumulateGrad acc = <AccumulateGrad>c.self
-    return _accumulate_leaf(<TensorBase>acc._variable, <object>grad, owned,
+    cdef _NodeExtra x = acc._x
+    if grad != NULL and (x is None or (x.pre_hooks is None and x.post_hooks is None)):
+        return _accumulate_leaf(<TensorBase>acc._variable, <object>grad, owned,
+                                (<_RunState>state).create_graph)
+    return _accumulate_node(acc, None if grad == NULL else <object>grad, owned,
                             (<_RunState>state).create_graph)
+
+
+cdef object _quiet_add(object a, object b, object out):
+    """np.add(a, b[, out]) under Note [Quiet floating point]."""
+    quiet = _quiet_on()
+    try:
+        return _np_add(a, b) if out is None else _np_add(a, b, out)
+    finally:
+        _quiet_off(quiet)
 
 
 cdef inline bint _same_shape(cnp.ndarray x, cnp.ndarray y) noexcept:
@@ -501,11 +625,11 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
                 and (cnp.PyArray_DESCR(<cnp.ndarray>x) == cnp.PyArray_DESCR(<cnp.ndarray>y)
                      or x.dtype == y.dtype)):
             if not _dl_iadd(x, y):              # Note [Direct loops]
-                _np_add(x, y, x)
+                _quiet_add(x, y, x)
             r = A
         else:
             o = _dl_binary(0, x, y)
-            r = _new_tensor(o if o is not None else _as_array(_np_add(x, y)))
+            r = _new_tensor(o if o is not None else _as_array(_quiet_add(x, y, None)))
     Py_INCREF(r)
     return <PyObject *>r
 
@@ -547,9 +671,9 @@ cdef int _cb_hooks(void *state, cg_node_t *c, cg_buf_t *bufs) except -1:
     cdef PyObject *new
     if c.kind == CG_NODE_ACCUMULATE:
         var = <TensorBase>(<AccumulateGrad>node)._variable
-        if var._hooks is None or bufs[0].g == NULL:
+        if var._hooks is None:
             return 0
-        g = <object>bufs[0].g
+        g = None if bufs[0].g == NULL else <object>bufs[0].g
         for fn in list((<dict>var._hooks).values()):
             r = fn(g)
             if r is not None:
@@ -620,9 +744,48 @@ cdef tuple _root_of(TensorBase t, Py_ssize_t i):
         f"element {i} of tensors does not require grad and does not have a grad_fn")
 
 
+cdef tuple _edge_of(object edge):
+    """(node, input_nr) of a GradientEdge (autograd.graph), checked: the engine indexes the
+    node's gradient buffers by input_nr (torch does not check it, and crashes)."""
+    cdef Py_ssize_t nr, n_out
+    if not isinstance(edge, tuple) or PyTuple_GET_SIZE(edge) < 2:     # no bounds checks here
+        raise TypeError(f"expected a GradientEdge (node, output_nr), got {_obj_type(edge)}")
+    node = <object>PyTuple_GET_ITEM(edge, 0)
+    if not isinstance(node, Node):
+        raise RuntimeError("GradientEdge's first object must be an autograd.graph.Node but "
+                           f"got {_obj_type(node)}")
+    nr = <object>PyTuple_GET_ITEM(edge, 1)
+    n_out = (<Node>node).c.n_outputs
+    if n_out < 1:
+        n_out = 1
+    if not 0 <= nr < n_out:
+        raise IndexError(f"GradientEdge's output_nr {nr} is out of range for "
+                         f"{type(node).__name__}, which has {n_out} input(s)")
+    return (node, nr)
+
+
+cdef tuple _start_of(object t, Py_ssize_t i):
+    """A root of a run: a Tensor, or a GradientEdge."""
+    if isinstance(t, TensorBase):
+        return _root_of(<TensorBase>t, i)
+    return _edge_of(t)
+
+
+def _edge_meta(object edge):
+    """(shape, dtype) of the gradient that flows into a GradientEdge, as recorded by its node
+    (torch's node._input_metadata[output_nr]); None where the node recorded none."""
+    node, nr = _edge_of(edge)
+    cdef cg_node_t *c = &(<Node>node).c
+    cdef Py_ssize_t i = nr
+    if c.meta == NULL or i >= c.n_outputs or c.meta[i].ndim < 0:
+        return None
+    return (_meta_shape(c, i), <object>c.meta[i].dtype if c.meta[i].dtype != NULL else None)
+
+
 def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, inputs,
                 bint accumulate=False):
-    """Run the engine from `tensors` seeded with `grads` (validated by the caller).
+    """Run the engine from `tensors` seeded with `grads` (validated by the caller). Any of
+    `tensors` and `inputs` may be a GradientEdge (autograd.graph) instead of a Tensor.
 
     inputs is None: accumulate into every reachable leaf. Otherwise a list of tensors: the run
     is pruned to them, and either (accumulate=False: autograd.grad) the gradients that reach
@@ -642,12 +805,15 @@ def _run_engine(list tensors, list grads, bint keep_graph, bint create_graph, in
     cdef bint prev
     cdef int rc
     keep = []   # keeps every node and gradient alive for the duration of the run
-    roots_info = [_root_of(<TensorBase?>tensors[i], i) for i in range(n)]
+    roots_info = [_start_of(tensors[i], i) for i in range(n)]
     targets_info = []
     if inputs is not None:
         m = len(inputs)
         for i in range(m):
-            t = <TensorBase?>inputs[i]
+            t = inputs[i]
+            if not isinstance(t, TensorBase):
+                targets_info.append(_edge_of(t))        # a GradientEdge
+                continue
             _refresh(<TensorBase>t)
             if not (<TensorBase>t)._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")

@@ -214,12 +214,14 @@ cdef object _apply(_FnInfo info, tuple args):
     if info.builtin and not is_graph:
         # Fast path for cgrad's own ops: no node, forward gets ctx=None.
         cg_set_grad_enabled(False)
+        quiet = _quiet_on()                 # Note [Quiet floating point]
         try:
             out = cg_call_prepend(info.fwd, None, args)
         except ValueError as e:
             _raise_broadcast_error(e)
             raise
         finally:
+            _quiet_off(quiet)
             cg_set_grad_enabled(prev)
         if type(out) is tuple:
             return tuple([_wrap_plain(o, args) for o in <tuple>out])
@@ -257,6 +259,7 @@ cdef object _apply(_FnInfo info, tuple args):
             _anomaly_record(ctx)
 
     cg_set_grad_enabled(False)
+    quiet = _quiet_on() if info.builtin else None     # Note [Quiet floating point]
     try:
         if info.split:
             out = (<object>info.fwd)(*args)
@@ -267,6 +270,7 @@ cdef object _apply(_FnInfo info, tuple args):
         _raise_broadcast_error(e)
         raise
     finally:
+        _quiet_off(quiet)
         cg_set_grad_enabled(prev)
     ctx._args = None
 
@@ -282,6 +286,13 @@ cdef object _apply(_FnInfo info, tuple args):
     result = PyTuple_New(n_out) if multi else None
     for i in range(n_out):
         o = <object>PyTuple_GET_ITEM(outs, i)
+        if multi and i > 0 and isinstance(o, TensorBase):
+            k = _same_output(ctx, <tuple>outs, <tuple>result, i, is_graph)
+            if k >= 0:
+                o = <object>PyTuple_GET_ITEM(result, k)
+                Py_INCREF(o)
+                PyTuple_SET_ITEM(result, i, o)
+                continue
         o = _wrap_output(ctx, o, i, args, is_graph)
         if not multi:
             result = o
@@ -515,6 +526,30 @@ cdef int _check_dirty_returned(list dirty, tuple outs) except -1:
                 "output. The inputs that are modified inplace must all be outputs of the "
                 "Function.")
     return 0
+
+
+cdef Py_ssize_t _same_output(Node ctx, tuple outs, tuple result, Py_ssize_t i,
+                             bint is_graph) except -2:
+    """A forward that returns the same tensor object twice (`return x, x` for a new x, or a
+    dirty input): torch returns that one object at both places, as output i (the last
+    place wins its output_nr), and sends both outputs' gradients to output i. Returns the
+    earlier place k whose wrapped result is that object, after making it output i; -1 if
+    outs[i] is not such a repeat (an input returned as is twice gives two views, as torch)."""
+    cdef Py_ssize_t k
+    cdef TensorBase t
+    o = <object>PyTuple_GET_ITEM(outs, i)
+    for k in range(i):
+        if <object>PyTuple_GET_ITEM(outs, k) is o:
+            r = <object>PyTuple_GET_ITEM(result, k)
+            if r is not o:
+                return -1           # wrapped into a new tensor: an input returned as is
+            t = <TensorBase>r
+            if is_graph:
+                _set_meta(&ctx.c, i, t._data)
+                if t._grad_fn is ctx:
+                    t._output_nr = i
+            return k
+    return -1
 
 
 cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):

@@ -102,16 +102,23 @@ cdef void _anomaly_record(Node ctx) except *:
     ctx.metadata["traceback_"] = tb
 
 
-cdef void _anomaly_report(Node node) except *:
-    md = node._x.metadata if node._x is not None else None
-    tb = md.get("traceback_") if md is not None else None
-    name = type(node).__name__
-    if tb is None:
-        _warn(f"Error detected in {name}. No forward pass information available. "
-              "Enable detect anomaly during forward pass for more information.")
-    else:
-        _warn(f"Error detected in {name}. Traceback of forward call that caused the "
-              "error:\n" + "".join(tb))
+cdef void _anomaly_report(Node node) noexcept:
+    """Warn with the forward traceback of `node`, whose backward is failing. Called while the
+    error propagates: nothing here may replace it, not even this warning turned into an
+    exception by a warnings filter (torch keeps the original error too). Called from the
+    handler of that error."""
+    try:
+        md = node._x.metadata if node._x is not None else None
+        tb = md.get("traceback_") if md is not None else None
+        name = type(node).__name__
+        if tb is None:
+            _warn(f"Error detected in {name}. No forward pass information available. "
+                  "Enable detect anomaly during forward pass for more information.")
+        else:
+            _warn(f"Error detected in {name}. Traceback of forward call that caused the "
+                  "error:\n" + "".join(tb))
+    except BaseException:
+        pass
 
 
 cdef void _anomaly_check_nan(Node node, tuple res) except *:
@@ -210,6 +217,12 @@ cdef class Node:
 
         Raises RuntimeError if they were freed by a backward without retain_graph=True, or
         if one of them was modified in place after it was saved."""
+        return self._unpack_saved()
+
+    @property
+    def saved_variables(self):
+        """Deprecated alias of ``saved_tensors`` (torch warns the same way)."""
+        _warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning)
         return self._unpack_saved()
 
     cdef tuple _unpack_saved(self):

@@ -299,15 +299,16 @@ cdef class TensorBase:
         return self
 
     def numpy(self, *, force=False):
-        """The underlying ndarray (shared memory). Error if the tensor requires grad."""
-        if self._requires_grad and not force:
+        """The underlying ndarray (shared memory). Error if the tensor requires grad and grad
+        mode is on (torch allows it under no_grad)."""
+        if self._requires_grad and not force and cg_grad_enabled():
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:
+        if self._requires_grad and cg_grad_enabled():
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")

@@ -75,7 +75,7 @@ from cgrad._random import (bernoulli, multinomial, normal, poisson, rand,  # noq
 from cgrad._threads import (get_num_interop_threads, get_num_threads,  # noqa: E402
                             set_num_interop_threads, set_num_threads)
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
-                                      no_grad, set_grad_enabled)
+                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
 from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402

@@ -508,11 +508,10 @@ static int run_node(cg_run_t *run, Py_ssize_t idx, int pruned, cg_node_t **targe
         return 0;
     }
     if (node->kind == CG_NODE_ACCUMULATE) {
+        /* Called even when no gradient arrived (every edge into it delivered none): torch
+         * runs the node, and its hooks see None. */
         cg_buf_t *b = &run->bufs[off];
-        if (b->g == NULL) {
-            return 0;
-        }
-        return cb->accumulate(cb->ctx, node, b->g, b->owned);
+        return cb->accumulate(cb->ctx, node, b->g, b->g != NULL && b->owned);
     }
     Py_ssize_t ne = node->n_edges;
     for (Py_ssize_t e = 0; e < ne; e++) {

@@ -33,8 +33,9 @@ typedef struct {
      * with an exception set (the engine then releases whatever out[] holds). */
     int (*apply)(void *ctx, cg_node_t *node, cg_buf_t *bufs, const unsigned char *needed,
                  PyObject **out);
-    /* Accumulate a gradient into the leaf of an AccumulateGrad node. `grad` is BORROWED;
-     * `owned` says whether the engine allocated it (then it may be stolen). 0 / -1. */
+    /* Run an AccumulateGrad node: accumulate a gradient into its leaf. `grad` is BORROWED,
+     * or NULL when no gradient arrived (only the hooks run then); `owned` says whether the
+     * engine allocated it (then it may be stolen). 0 / -1. */
     int (*accumulate)(void *ctx, cg_node_t *node, PyObject *grad, int owned);
     /* Return a NEW reference to a + b (both BORROWED). If a_owned, a may be updated in place
      * and returned. NULL on error. */

@@ -216,6 +216,40 @@ def mark_shared_storage():
     Shared.apply(cgrad.ones(2, requires_grad=True))
 
 
+@case(r"Decorating classes is deprecated and will be disabled in future versions")
+def grad_mode_decorating_a_class():
+    @cgrad.no_grad  # warns
+    class Model:
+        pass
+
+
+@case(r"'saved_variables' is deprecated; use 'saved_tensors'")
+def saved_variables():
+    x = cgrad.ones(2, requires_grad=True)
+    y = x * x
+    y.grad_fn.saved_variables  # warns  # noqa: B018
+
+
+@case(r"Full backward hook is firing when gradients are computed with respect to module "
+      r"outputs since no inputs require gradients")
+def module_backward_hook_without_input_grad():
+    lin = nn.Linear(2, 1)
+    lin.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    out = lin(cgrad.ones(1, 2)).sum()
+    out.backward()  # warns
+
+
+@case(r"For backward hooks to be called, module output should be a Tensor or a tuple of "
+      r"Tensors but received <class 'dict'>")
+def module_backward_hook_on_a_dict_output():
+    class Dict(nn.Module):
+        def forward(self, t):
+            return {"y": t * 2}
+    d = Dict()
+    d.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    d(cgrad.ones(1, requires_grad=True))  # warns
+
+
 @case(r"Anomaly Detection has been enabled")
 def detect_anomaly():
     cgrad.autograd.detect_anomaly()  # warns

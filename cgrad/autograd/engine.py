@@ -10,6 +10,7 @@ import numpy as np
 from cgrad import _C
 from cgrad._warn import warn as _warn
 from cgrad._checks import type_name
+from cgrad.autograd.graph import GradientEdge
 
 
 class _NotATensor(AssertionError, TypeError):
@@ -17,13 +18,14 @@ class _NotATensor(AssertionError, TypeError):
 
 
 def _tensors(x, what):
+    """The tensors (and GradientEdges) given as `what` ("tensors", "outputs", "inputs")."""
     from cgrad.tensor import Tensor
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):
         return [x]
     if isinstance(x, Sequence):
         out = list(x)
         for i, t in enumerate(out):
-            if not isinstance(t, Tensor):
+            if not isinstance(t, (Tensor, GradientEdge)):
                 if what == "inputs":
                     raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
                                        f"{type_name(t)}")
@@ -56,34 +58,45 @@ def _make_grads(outputs, grads, is_grads_batched=False):
             f"Mismatch in number of gradients: {len(grads)} gradients for {len(outputs)} outputs")
     out = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
+        if isinstance(o, GradientEdge):
+            if is_grads_batched:
+                raise RuntimeError("Batched grads are not supported with GradientEdge")
+            meta = _C._edge_meta(o)
+            if meta is None:
+                raise RuntimeError(f"output[{i}] is a GradientEdge whose node recorded no "
+                                   "metadata for that input")
+            shape, dtype = meta
+            requires_grad = True
+        else:
+            shape, dtype, requires_grad = o._data.shape, o._data.dtype, o.requires_grad
         if g is None:
-            if o.requires_grad:
-                if o._data.size != 1:
+            if requires_grad:
+                if any(d != 1 for d in shape):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if o._data.dtype.kind not in "fc":
+                if dtype.kind not in "fc":
                     raise RuntimeError(
                         "grad can be implicitly created only for real scalar outputs but got "
-                        f"{o._data.dtype}")
+                        f"{dtype}")
                 if is_grads_batched:
                     _implicit_batched(o, i)
-                g = _C._wrap(np.ones_like(o._data))
+                g = _C._wrap(np.ones(shape, dtype))
             else:
                 out.append(None)
                 continue
         else:
             if is_grads_batched:
                 _check_batched(g, o, i)
-            elif g._data.shape != o._data.shape:
+            elif g._data.shape != shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of "
                     f"{_size_str(g._data.shape)} and output[{i}] has a shape of "
-                    f"{_size_str(o._data.shape)}.")
-            if g._data.dtype != o._data.dtype and o._data.dtype.kind in "fc":
+                    f"{_size_str(shape)}.")
+            if g._data.dtype != dtype and dtype.kind in "fc":
                 if g._data.dtype.kind not in "fcbiu":
                     raise RuntimeError(
                         f"Mismatch in dtype: grad_output[{i}] has a dtype of "
-                        f"{g._data.dtype} and output[{i}] has a dtype of {o._data.dtype}.")
-                g = _C._wrap(g._data.astype(o._data.dtype))   # torch casts the seed
+                        f"{g._data.dtype} and output[{i}] has a dtype of {dtype}.")
+                g = _C._wrap(g._data.astype(dtype))   # torch casts the seed
         out.append(g)
     return out
 
@@ -141,7 +154,11 @@ def _run_batched(outputs, grads, retain_graph, create_graph, inputs):
         if all(g is None for g in col):
             out.append(None)
             continue
-        out.append(stack([g if g is not None else _C._wrap(np.zeros_like(t._data))
+        if isinstance(t, GradientEdge):
+            shape, dtype = _C._edge_meta(t)
+        else:
+            shape, dtype = t._data.shape, t._data.dtype
+        out.append(stack([g if g is not None else _C._wrap(np.zeros(shape, dtype))
                           for g in col]))
     return out
 
@@ -165,7 +182,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         grads = list(grad_tensors)      # many roots: checked in one C loop
     else:
         for i, t in enumerate(tensors):
-            if not t.requires_grad:
+            if not isinstance(t, GradientEdge) and not t.requires_grad:
                 raise RuntimeError(
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
         grads = _make_grads(tensors, grad_tensors)
@@ -181,7 +198,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         # later in the run keeps what was accumulated before it), a non-leaf input through
         # retain_grad(), which it keeps afterwards
         for t in inputs:
-            if t.grad_fn is not None:
+            if not isinstance(t, GradientEdge) and t.grad_fn is not None:
                 t.retain_grad()
     _C._run_engine(tensors, grads, bool(retain_graph), bool(create_graph), inputs,
                    inputs is not None)
@@ -215,7 +232,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for i, t in enumerate(outputs):
-        if not t.requires_grad:
+        if not isinstance(t, GradientEdge) and not t.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
     grads = _make_grads(outputs, grad_outputs, is_grads_batched)
@@ -224,17 +241,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     else:
         captured = _C._run_engine(outputs, grads, bool(retain_graph), bool(create_graph),
                                   inputs)
+    for i, g in enumerate(captured):
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"The differentiated Tensor at index {i} appears to not have been used in "
+                "the graph. Set allow_unused=True if this is the desired behavior.")
     result = []
-    for i, (t, g) in enumerate(zip(inputs, captured)):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    f"The differentiated Tensor at index {i} appears to not have been used in "
-                    "the graph. Set allow_unused=True if this is the desired behavior.")
-            if materialize_grads:
-                g = _C._wrap(np.zeros_like(t._data))
-                if create_graph:
-                    g.requires_grad_()      # torch: zeros_like(input, requires_grad=create_graph)
+    for t, g in zip(inputs, captured):
+        if g is None and materialize_grads:
+            if isinstance(t, GradientEdge):
+                raise RuntimeError("materialize_grads cannot be used when the given input is "
+                                   "a GradientEdge")
+            g = _C._wrap(np.zeros_like(t._data))
+            if create_graph:
+                g.requires_grad_()      # torch: zeros_like(input, requires_grad=create_graph)
         result.append(g)
     if keys is not None:
         return dict(zip(keys, result))

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, overload
 
 import numpy as np
 
 from cgrad import _C
+from cgrad._warn import warn as _warn
 
 # the user-facing methods are annotated: `with cgrad.no_grad():` and `@cgrad.no_grad()` are
 # checked by mypy --strict in users' programs (tests/typing/user_program.py)
@@ -19,38 +20,61 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inf
 is_grad_enabled = _C.is_grad_enabled
 
 
+_CLASS_DECORATED = (
+    "Decorating classes is deprecated and will be disabled in future versions. You should "
+    "only decorate functions or methods. To preserve the current behavior of class "
+    "decoration, you can directly decorate the `__init__` method and nothing else.")
+
+
+def _wrap_generator(factory, func):
+    """A generator function whose every step (the first one, each send, throw and close)
+    runs inside a fresh context manager from `factory`, while the caller's code between two
+    steps runs in the caller's own mode."""
+
+    @functools.wraps(func)
+    def generator(*args, **kwargs):
+        inner = func(*args, **kwargs)
+        try:
+            with factory():
+                value = inner.send(None)
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    with factory():
+                        inner.close()
+                    raise
+                except BaseException as exc:        # thrown in by the caller: pass it on
+                    with factory():
+                        value = inner.throw(exc)
+                else:
+                    with factory():
+                        value = inner.send(sent)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator
+
+
 class _DecoratorContextManager:
-    """Context manager usable as a decorator (also on generator functions)."""
+    """A context manager that is also a decorator (as torch's): a decorated function runs
+    inside a fresh copy of it (``clone``) on each call; a generator function runs each of its
+    steps inside one. A coroutine function is wrapped as a plain function (only the call that
+    creates the coroutine is inside, as in torch). Decorating a class is deprecated, as in
+    torch: it warns, and constructing an instance runs inside."""
 
     def __call__(self, func: _F) -> _F:
         if inspect.isclass(func):
-            raise RuntimeError("grad-mode decorators cannot decorate classes")
+            _warn(_CLASS_DECORATED, FutureWarning)
+            cls = func
+            func = lambda *args, **kwargs: cls(*args, **kwargs)  # noqa: E731
+        factory = self.clone
         if inspect.isgeneratorfunction(func):
-            @functools.wraps(func)
-            def gen(*args, **kwargs):
-                g = func(*args, **kwargs)
-                with self.clone():
-                    try:
-                        resp = g.send(None)
-                    except StopIteration as e:
-                        return e.value
-                while True:
-                    try:
-                        req = yield resp
-                    except GeneratorExit:
-                        with self.clone():
-                            g.close()
-                        raise
-                    with self.clone():
-                        try:
-                            resp = g.send(req)
-                        except StopIteration as e:
-                            return e.value
-            return gen  # type: ignore[return-value]
+            return _wrap_generator(factory, func)  # type: ignore[return-value]
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            with self.clone():
+            with factory():
                 return func(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
 
@@ -58,7 +82,25 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+_M = TypeVar("_M", bound="_NoParamDecoratorContextManager")
+
+
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Usable as a decorator without parentheses too: ``@no_grad`` as ``@no_grad()``."""
+
+    @overload
+    def __new__(cls: type[_M], orig_func: None = None) -> _M: ...
+
+    @overload
+    def __new__(cls, orig_func: _F) -> _F: ...  # type: ignore[misc]
+
+    def __new__(cls, orig_func=None):  # type: ignore[no-untyped-def]
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording in this thread (context manager or decorator).
 
     >>> import cgrad
@@ -69,9 +111,6 @@ class no_grad(_DecoratorContextManager):
     False
     """
 
-    def __init__(self) -> None:
-        self.prev = False
-
     def __enter__(self) -> None:
         self.prev = _C._set_grad_enabled(False)
 
@@ -79,7 +118,7 @@ class no_grad(_DecoratorContextManager):
         _C._set_grad_enabled(self.prev)
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording in this thread (context manager or decorator)."""
 
     def __enter__(self) -> None:
@@ -121,7 +160,19 @@ def is_inference_mode_enabled() -> bool:
 
 
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad (cgrad has no separate inference tensors yet)."""
+    """Like no_grad (cgrad has no separate inference tensors yet). Also a decorator, with or
+    without parentheses."""
+
+    @overload
+    def __new__(cls, mode: bool = True) -> inference_mode: ...
+
+    @overload
+    def __new__(cls, mode: _F) -> _F: ...  # type: ignore[misc]
+
+    def __new__(cls, mode=True):  # type: ignore[no-untyped-def]
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)

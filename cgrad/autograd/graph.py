@@ -16,12 +16,13 @@ counter.
 from __future__ import annotations
 
 import contextlib
+from typing import NamedTuple
 
 from cgrad import _C
 from cgrad._C import Node, RemovableHandle  # noqa: F401
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node",
-           "get_gradient_edge", "GradientEdge"]
+           "get_gradient_edge", "GradientEdge", "increment_version"]
 
 
 class saved_tensors_hooks:
@@ -48,7 +49,10 @@ class save_on_cpu(saved_tensors_hooks):
 
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message):
-    """Within this context, registering saved-tensor hooks raises RuntimeError(error_message)."""
+    """Within this context, registering saved-tensor hooks raises RuntimeError(error_message).
+    Entering it while saved-tensor hooks are active raises that error too (torch)."""
+    if _C._current_saved_hooks() is not None:
+        raise RuntimeError(error_message)
     prev = _C._set_hooks_disabled(error_message)
     try:
         yield
@@ -56,26 +60,45 @@ def disable_saved_tensors_hooks(error_message):
         _C._set_hooks_disabled(prev)
 
 
-class GradientEdge(tuple):
-    """(node, output_nr): where a tensor's gradient enters the graph."""
+class GradientEdge(NamedTuple):
+    """Where a tensor's gradient enters the graph: input ``output_nr`` of ``node``.
 
-    def __new__(cls, node, output_nr):
-        return super().__new__(cls, (node, output_nr))
+    ``autograd.grad`` and ``autograd.backward`` accept it wherever they accept a tensor (as
+    an output, or as an input, whose gradient is then the gradient flowing into that
+    edge). An edge taken before an in-place op keeps pointing at the history the tensor had
+    then. ``ownership_token`` is torch's way to keep a graph alive; a cgrad node keeps its
+    graph alive itself, so it is None here."""
 
-    @property
-    def node(self):
-        return self[0]
-
-    @property
-    def output_nr(self):
-        return self[1]
+    node: Node
+    output_nr: int
+    ownership_token: Node | None = None
 
 
 def get_gradient_edge(tensor):
-    """The GradientEdge of a tensor (its grad_fn, or its AccumulateGrad for a leaf)."""
+    """The GradientEdge of a tensor: its grad_fn and output_nr, or the AccumulateGrad node of
+    a leaf (output_nr 0). ``autograd.grad(loss, get_gradient_edge(t))`` equals
+    ``autograd.grad(loss, t)``."""
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
                            "does not require gradients")
     if tensor.grad_fn is not None:
         return GradientEdge(tensor.grad_fn, tensor.output_nr)
     return GradientEdge(tensor._accumulator(), 0)
+
+
+def increment_version(tensor):
+    """Record an in-place modification of `tensor` (or of each tensor of an iterable) made
+    behind autograd's back (through ``.numpy()``, say): a backward that saved it then raises
+    torch's "modified by an inplace operation" error instead of using the new values."""
+    if isinstance(tensor, _C.TensorBase):
+        tensor = (tensor,)
+    try:
+        items = list(tensor)
+    except TypeError:
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input") from None
+    for t in items:
+        if not isinstance(t, _C.TensorBase):
+            raise RuntimeError(
+                "increment_version expects each element of the iterable to be a tensor")
+    for t in items:
+        t._bump_version()

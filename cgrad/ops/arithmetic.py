@@ -299,22 +299,23 @@ class Pow(Function):
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         na, nb = ctx.needs_input_grad
-        with _errstate():
-            ga = g * b * a ** (b - 1) if na else None
-            gb = None
-            if nb:
-                # torch: the gradient w.r.t. the exponent is 0 where the base is 0 and b >= 0
-                gb = g * out * _safe_log(a, b)
+        ga = gb = None
+        if na:
+            # torch's pow_backward_self: 0 where the exponent is 0 (so 0 ** 0 has gradient 0,
+            # not 0 * 0 ** -1 = nan)
+            ga = g * _zero_where(b * a ** (b - 1), b._data == 0)
+        if nb:
+            # torch's pow_backward_exponent: 0 where the base is 0 and the exponent >= 0
+            gb = g * _zero_where(out * a.log(), (a._data == 0) & (b._data >= 0))
         return ga, gb
 
 
-def _safe_log(a, b):
-    out = a.log()
-    mask = (a._data == 0) & (b._data >= 0)
-    if mask.any():
-        from cgrad.ops.comparison import MaskedFillConst
-        out = MaskedFillConst.apply(out, np.broadcast_to(mask, out._data.shape), 0.0)
-    return out
+def _zero_where(t, mask):
+    """t with zeros where mask (broadcast to t's shape) holds, differentiably."""
+    if not mask.any():
+        return t
+    from cgrad.ops.comparison import MaskedFillConst
+    return MaskedFillConst.apply(t, np.broadcast_to(mask, t._data.shape), 0.0)
 
 
 # torch's pow(tensor, scalar) runs these kernels for float32/float64 (their values differ
@@ -625,16 +626,23 @@ class FmodScalar(Function):
 
 
 class DivMode(Function):
-    """div(a, b, rounding_mode='trunc'|'floor'): the gradient is zero (as torch)."""
+    """div(a, b, rounding_mode='trunc'|'floor'): the gradient is zero (as torch).
+
+    torch's DivBackward2 still saves what its true-division formulas name: a tensor divisor
+    always, the dividend when the divisor requires grad; so an in-place op on them makes
+    backward raise, as in torch."""
     _node_name = "DivBackward2"
 
     @staticmethod
     def forward(ctx, a, b, mode):
+        if ctx is not None and isinstance(b, TensorBase):
+            ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         fn = _div_trunc if mode == "trunc" else _div_floor
         return _binary_compute(fn, _raw(a), _raw(b))
 
     @staticmethod
     def backward(ctx, g):
+        ctx.saved_tensors           # the version check of torch's node
         na, nb, _ = ctx.needs_input_grad
         z = _zeros_for(g)
         return z if na else None, z if nb else None, None

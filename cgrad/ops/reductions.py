@@ -80,6 +80,12 @@ class Mean(Function):
         if ctx is not None:
             n = arr.size if dims is None else int(np.prod([arr.shape[d] for d in dims]))
             ctx._aux = (arr.shape, dims, keepdim, n)
+        if arr.size == 0:
+            # the mean of nothing is nan, silently as torch (NumPy warns "Mean of empty slice")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return contiguous_result(np.mean(arr, axis=dims if arr.ndim else None,
+                                                 keepdims=keepdim, dtype=dtype), arr)
         return contiguous_result(
             np.mean(arr, axis=dims if arr.ndim else None, keepdims=keepdim, dtype=dtype), arr)
 

@@ -43,11 +43,22 @@ def step(w: cgrad.Tensor, x: cgrad.Tensor, lr: float) -> float:
     return float(loss.item())
 
 
+@cgrad.no_grad
+def evaluate(w: cgrad.Tensor, x: cgrad.Tensor) -> float:
+    return float(loss_of(w, x).item())
+
+
+@cgrad.inference_mode()
+def predict(w: cgrad.Tensor, x: cgrad.Tensor) -> cgrad.Tensor:
+    return cgrad.matmul(x, w)
+
+
 def main() -> None:
     cgrad.manual_seed(0)
     w = cgrad.randn(4, 3, dtype=cgrad.float64).requires_grad_()
     x = cgrad.from_numpy(np.linspace(-1.0, 1.0, 20).reshape(5, 4))
     losses = [step(w, x, 0.1) for _ in range(3)]
+    assert evaluate(w, x) < losses[0] and not predict(w, x).requires_grad
     parts: tuple[cgrad.Tensor, ...] = cgrad.split(w.detach(), 2)
     shape: cgrad.Size = w.shape
     print(len(losses), len(parts), tuple(shape), w.is_leaf, w.grad_fn is None)

@@ -8,7 +8,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from cgrad import _C
+from cgrad._warn import warn as _warn
+from cgrad.autograd.function import Function
 from cgrad.nn.parameter import Buffer, Parameter
+from cgrad.tensor import Tensor
 from cgrad.tensor import typename as _typename
 
 __all__ = ["Module"]
@@ -89,6 +92,8 @@ class Module:
         d["_forward_pre_hooks_with_kwargs"] = {}
         d["_forward_hooks"] = {}
         d["_forward_hooks_with_kwargs"] = {}
+        d["_backward_hooks"] = {}
+        d["_backward_pre_hooks"] = {}
         d["_state_dict_hooks"] = {}
         d["_load_state_dict_post_hooks"] = {}
         if self.call_super_init:
@@ -100,7 +105,8 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -120,6 +126,11 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
+                                    list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
         for hid, hook in list(self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
@@ -128,6 +139,11 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                _warn("For backward hooks to be called, module output should be a Tensor or a "
+                      f"tuple of Tensors but received {type(result)}")
+            result = bw_hook.setup_output_hook(result)
         return result
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -146,6 +162,24 @@ class Module:
         _insert(self._forward_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, called when the
+        gradients w.r.t. the module's positional inputs have been computed. grad_input and
+        grad_output are tuples with one entry per positional input / output (None for those
+        that are not Tensors or got no gradient); the hook must not modify its arguments in
+        place. When no input requires grad, the hook fires with the gradients of the outputs
+        and grad_input all None (with a warning), and may only return None."""
+        handle = _C.RemovableHandle(self._backward_hooks)
+        _insert(self._backward_hooks, handle.id, hook, prepend)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, called when the gradients
+        w.r.t. the module's outputs have been computed, before the module's own backward."""
+        handle = _C.RemovableHandle(self._backward_pre_hooks)
+        _insert(self._backward_pre_hooks, handle.id, hook, prepend)
         return handle
 
     # -- registration ----------------------------------------------------------------------
@@ -333,6 +367,8 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_backward_hooks", "_backward_pre_hooks"):     # older pickles
+            self.__dict__.setdefault(name, {})
 
     # -- traversal -------------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -721,6 +757,123 @@ class Module:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         main_str += ")"
         return main_str
+
+
+class BackwardHookFunction(Function):
+    """The identity on a module's input or output tensors, whose node carries the module's
+    backward hooks. Tensors that do not require grad come out marked non-differentiable (their
+    gradient arrives as zeros)."""
+
+    @staticmethod
+    def forward(ctx, *args):
+        ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+        return args
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return grads
+
+
+def _pack_with_none(indices, values, size):
+    out = [None] * size
+    for i, v in zip(indices, values):
+        out[i] = v
+    return tuple(out)
+
+
+class _BackwardHook:
+    """One call of a module with full backward (pre) hooks. Its positional input tensors and
+    its output tensors go through BackwardHookFunction; a post hook on the outputs' node
+    (which sees the gradients of the outputs first) records them and runs the pre hooks, and
+    a post hook on the inputs' node then runs the hooks with the gradients of the inputs."""
+
+    def __init__(self, module, hooks, pre_hooks):
+        self.module = module
+        self.hooks = hooks
+        self.pre_hooks = pre_hooks
+        self.grad_outputs = None
+        self.n_inputs = -1
+        self.n_outputs = -1
+        self.input_idx = None
+        self.output_idx = None
+
+    def _apply_on_tensors(self, on_node, args):
+        """args with its Tensors passed through BackwardHookFunction (`on_node` gets the node)
+        and the positions of the Tensors; (args, None) when none requires grad or grad mode
+        is off."""
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in idx]
+        if not (any(t.requires_grad for t in tensors) and _C.is_grad_enabled()):
+            return args, None
+        new = BackwardHookFunction.apply(*tensors)
+        on_node(next(t.grad_fn for t in new if t.grad_fn is not None))
+        lst = list(args)
+        for i, t in zip(idx, new):
+            lst[i] = t
+        return (tuple(lst) if type(args) is tuple else type(args)(*lst)), idx
+
+    def setup_input_hook(self, args):
+        def on_node(node):
+            def hook(grad_input, _):
+                if self.grad_outputs is None:
+                    # the gradient reached the inputs without passing through the outputs
+                    # (a double backward): nothing to report
+                    return None
+                res = _pack_with_none(self.input_idx, grad_input, self.n_inputs)
+                for user_hook in self.hooks:
+                    out = user_hook(self.module, res, self.grad_outputs)
+                    if out is None:
+                        continue
+                    if len(out) != len(res):
+                        raise RuntimeError(
+                            "Backward hook returned an invalid number of grad_input, got "
+                            f"{len(out)}, but expected {len(res)}")
+                    res = out
+                self.grad_outputs = None
+                return tuple(res[i] for i in self.input_idx)
+            node.register_hook(hook)
+
+        res, self.input_idx = self._apply_on_tensors(on_node, args)
+        self.n_inputs = len(args)
+        return res
+
+    def setup_output_hook(self, result):
+        def on_node(node):
+            def hook(_, grad_output):
+                self.grad_outputs = _pack_with_none(self.output_idx, grad_output,
+                                                    self.n_outputs)
+                for user_pre_hook in self.pre_hooks:
+                    new = user_pre_hook(self.module, self.grad_outputs)
+                    if new is None:
+                        continue
+                    if len(new) != len(self.grad_outputs):
+                        raise RuntimeError(
+                            "Backward pre hook returned an invalid number of grad_output, got "
+                            f"{len(new)}, but expected {len(self.grad_outputs)}")
+                    self.grad_outputs = new
+                grad_outputs = self.grad_outputs
+                if self.input_idx is None:
+                    # no input requires grad: the hooks fire now, with the outputs' gradients
+                    _warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients. See "
+                          "help(cgrad.nn.Module.register_full_backward_hook) for more details.")
+                    grad_inputs = (None,) * self.n_inputs
+                    for user_hook in self.hooks:
+                        out = user_hook(self.module, grad_inputs, self.grad_outputs)
+                        if out is not None and not (isinstance(out, tuple)
+                                                    and all(g is None for g in out)):
+                            raise RuntimeError(
+                                "Backward hook for Modules where no input requires gradient "
+                                "should always return None or None for all gradients.")
+                    self.grad_outputs = None
+                return tuple(grad_outputs[i] for i in self.output_idx)
+            node.register_hook(hook)
+
+        is_tuple = isinstance(result, tuple)
+        outs = result if is_tuple else (result,)
+        res, self.output_idx = self._apply_on_tensors(on_node, outs)
+        self.n_outputs = len(outs)
+        return res if is_tuple else res[0]
 
 
 def _insert(hooks, hid, hook, prepend):
