@@ -224,3 +224,124 @@ def test_largest_deviation_is_tiny():
     if not MAXDEV:
         pytest.skip("the comparisons did not run")
     assert max(MAXDEV.values()) < 1e-12
+
+
+# ----------------------------------------------------------------------------------------
+# LBFGS: closures with cgrad ops vs torch ops on a small nonlinear least-squares model
+# ----------------------------------------------------------------------------------------
+def _lbfgs_problem(lib, seed=3):
+    """Parameters and a closure factory; the loss and its gradient are computed with NumPy
+    from the parameter values (the same function for cgrad and torch), so that the
+    comparison measures the optimizers alone."""
+    rng = np.random.default_rng(seed)
+    X, Y = rng.standard_normal((20, 3)), rng.standard_normal((20, 2))
+    W, b = rng.standard_normal((3, 2)) * 0.5, rng.standard_normal(2) * 0.1
+    ps = [lib.tensor(W.copy(), requires_grad=True), lib.tensor(b.copy(), requires_grad=True)]
+    calls = []
+
+    def closure(opt):
+        def f():
+            opt.zero_grad()
+            w, c = (p.detach().numpy().copy() for p in ps)
+            out = np.tanh(X @ w + c)
+            loss = ((out - Y) ** 2).mean() + 0.01 * (w ** 4).sum()
+            dz = 2 * (out - Y) / out.size * (1 - out * out)
+            ps[0].grad = lib.tensor(X.T @ dz + 0.04 * w ** 3)
+            ps[1].grad = lib.tensor(dz.sum(0))
+            calls.append(1)
+            return lib.tensor(loss)
+        return f
+    return ps, closure, calls
+
+
+LBFGS_CONFIGS = [
+    ("plain", dict(lr=0.5, max_iter=3, history_size=4)),
+    ("strong-wolfe", dict(lr=1, max_iter=4, history_size=3, line_search_fn="strong_wolfe")),
+    ("defaults", dict()),
+    ("strong-wolfe-long", dict(max_iter=30, line_search_fn="strong_wolfe",
+                               tolerance_grad=1e-12, tolerance_change=1e-14)),
+]
+
+
+@pytest.mark.parametrize("kw", [c[1] for c in LBFGS_CONFIGS], ids=[c[0] for c in LBFGS_CONFIGS])
+def test_lbfgs_matches_torch(torch, kw):
+    cps, cclo, ccalls = _lbfgs_problem(cgrad)
+    tps, tclo, tcalls = _lbfgs_problem(torch)
+    copt = optim.LBFGS(cps, **kw)
+    topt = torch.optim.LBFGS(tps, **kw)
+    assert copt.defaults == topt.defaults
+    dev = 0.0
+    for _ in range(100 if kw.get("max_iter", 20) < 10 else 10):
+        cl = copt.step(cclo(copt))
+        tl = topt.step(tclo(topt))
+        assert abs(cl.item() - tl.item()) <= 1e-12 * max(1, abs(tl.item()))
+        for cp, tp in zip(cps, tps):
+            a, b = cp.detach().numpy(), tp.detach().numpy()
+            dev = max(dev, float(np.max(np.abs(a - b))))
+            np.testing.assert_allclose(a, b, **TOL)
+        assert len(ccalls) == len(tcalls)
+    MAXDEV["lbfgs-" + "-".join(f"{k}={v}" for k, v in kw.items())] = dev
+    cs, ts = copt.state[cps[0]], topt.state[tps[0]]
+    assert sorted(cs) == sorted(ts)
+    assert cs["n_iter"] == ts["n_iter"] and cs["func_evals"] == ts["func_evals"]
+    np.testing.assert_allclose(_state_np(cs["d"]), ts["d"].numpy(), **TOL)
+    assert len(cs["old_dirs"]) == len(ts["old_dirs"])
+    for a, b in zip(cs["old_stps"], ts["old_stps"]):
+        np.testing.assert_allclose(_state_np(a), b.numpy(), rtol=1e-10, atol=1e-12)
+    assert float(cs["prev_loss"]) == pytest.approx(float(ts["prev_loss"]), rel=1e-12)
+
+
+def test_lbfgs_state_dict_loads_into_torch_and_back(torch):
+    cps, cclo, _ = _lbfgs_problem(cgrad)
+    tps, tclo, _ = _lbfgs_problem(torch)
+    kw = dict(lr=0.5, max_iter=3, history_size=4)
+    copt, topt = optim.LBFGS(cps, **kw), torch.optim.LBFGS(tps, **kw)
+    for _ in range(5):
+        copt.step(cclo(copt))
+        topt.step(tclo(topt))
+
+    def conv(v, mk):
+        if isinstance(v, list):
+            return [conv(x, mk) for x in v]
+        if hasattr(v, "numpy") and not isinstance(v, np.ndarray):
+            return mk(np.asarray(v.detach().numpy() if hasattr(v, "detach") else v.numpy()))
+        return v
+    csd, tsd = copt.state_dict(), topt.state_dict()
+    assert sorted(csd["state"][0]) == sorted(tsd["state"][0])
+    assert csd["param_groups"] == tsd["param_groups"]
+    # cgrad's state into torch, torch's into cgrad, continue both
+    cps2, cclo2, _ = _lbfgs_problem(cgrad)
+    tps2, tclo2, _ = _lbfgs_problem(torch)
+    for a, b in zip(cps2, tps):
+        a._data[...] = b.detach().numpy()
+    for a, b in zip(tps2, cps):
+        a.data.copy_(torch.tensor(b.detach().numpy()))
+    copt2, topt2 = optim.LBFGS(cps2, **kw), torch.optim.LBFGS(tps2, **kw)
+    copt2.load_state_dict({"state": {0: {k: conv(v, lambda a: cgrad.tensor(a.copy()))
+                                         for k, v in tsd["state"][0].items()}},
+                           "param_groups": copy.deepcopy(tsd["param_groups"])})
+    topt2.load_state_dict({"state": {0: {k: conv(v, lambda a: torch.tensor(a.copy()))
+                                         for k, v in csd["state"][0].items()}},
+                           "param_groups": copy.deepcopy(csd["param_groups"])})
+    for _ in range(5):
+        copt2.step(cclo2(copt2))
+        topt2.step(tclo2(topt2))
+    for a, b in zip(cps2, tps2):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **TOL)
+
+
+def test_lbfgs_errors_match_torch(torch):
+    cp, tp = cgrad.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    cq, tq = cgrad.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    for c, t in [(lambda: optim.LBFGS([cp], lr=-1), lambda: torch.optim.LBFGS([tp], lr=-1)),
+                 (lambda: optim.LBFGS([{"params": [cp]}, {"params": [cq]}]),
+                  lambda: torch.optim.LBFGS([{"params": [tp]}, {"params": [tq]}]))]:
+        with pytest.raises(Exception) as te:
+            t()
+        with pytest.raises(type(te.value)) as ce:
+            c()
+        assert str(ce.value) == str(te.value)
+    cp.grad, tp.grad = cgrad.ones(2), torch.ones(2)
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        optim.LBFGS([cp], line_search_fn="wolfe").step(lambda: (cp * cp).sum())
+

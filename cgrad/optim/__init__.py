@@ -20,6 +20,7 @@ from cgrad.optim.adam import Adam
 from cgrad.optim.adamax import Adamax
 from cgrad.optim.adamw import AdamW
 from cgrad.optim.asgd import ASGD
+from cgrad.optim.lbfgs import LBFGS
 from cgrad.optim.nadam import NAdam
 from cgrad.optim.optimizer import (Optimizer, register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
@@ -28,6 +29,6 @@ from cgrad.optim.rmsprop import RMSprop
 from cgrad.optim.rprop import Rprop
 from cgrad.optim.sgd import SGD
 
-__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam",
+__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam",
            "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
