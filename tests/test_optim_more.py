@@ -345,3 +345,81 @@ def test_lbfgs_errors_match_torch(torch):
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         optim.LBFGS([cp], line_search_fn="wolfe").step(lambda: (cp * cp).sum())
 
+
+# ----------------------------------------------------------------------------------------
+# SparseAdam: sparse gradients (uncoalesced, with repeated entries)
+# ----------------------------------------------------------------------------------------
+SPARSE_SHAPES = [(6, 3), (7,)]
+
+
+def _sparse_grads(steps, seed=5):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(steps):
+        gs = []
+        for s in SPARSE_SHAPES:
+            nnz = int(rng.integers(0, 6)) if i % 9 else 0      # sometimes no entries at all
+            idx = np.stack([rng.integers(0, n, nnz) for n in s])
+            gs.append((idx, rng.standard_normal(nnz)))
+        if i % 5 == 2:
+            gs[1] = None
+        out.append(gs)
+    return out
+
+
+@pytest.mark.parametrize("kw", [dict(lr=0.01), dict(lr=0.02, betas=(0.5, 0.9), eps=1e-4,
+                                                    maximize=True)], ids=["default", "all"])
+def test_sparse_adam_matches_torch(torch, kw):
+    rng = np.random.default_rng(0)
+    ws = [rng.standard_normal(s) for s in SPARSE_SHAPES]
+    cps = [cgrad.tensor(w.copy(), requires_grad=True) for w in ws]
+    tps = [torch.tensor(w.copy(), requires_grad=True) for w in ws]
+    copt = optim.SparseAdam([{"params": cps[:1]}, {"params": cps[1:], "lr": 0.05}], **kw)
+    topt = torch.optim.SparseAdam([{"params": tps[:1]}, {"params": tps[1:], "lr": 0.05}], **kw)
+    assert copt.defaults == topt.defaults
+    dev = 0.0
+    for gs in _sparse_grads(STEPS):
+        for cp, tp, g, s in zip(cps, tps, gs, SPARSE_SHAPES):
+            if g is None:
+                cp.grad = tp.grad = None
+                continue
+            cp.grad = cgrad.sparse_coo_tensor(cgrad.tensor(g[0]), cgrad.tensor(g[1]), s)
+            tp.grad = torch.sparse_coo_tensor(torch.tensor(g[0]), torch.tensor(g[1]), s,
+                                              check_invariants=True)
+        copt.step()
+        topt.step()
+        for cp, tp in zip(cps, tps):
+            a, b = cp.detach().numpy(), tp.detach().numpy()
+            dev = max(dev, float(np.max(np.abs(a - b))))
+            np.testing.assert_allclose(a, b, **TOL)
+    MAXDEV["sparse-adam-" + "-".join(f"{k}={v}" for k, v in kw.items())] = dev
+    csd, tsd = copt.state_dict(), topt.state_dict()
+    assert csd["param_groups"] == tsd["param_groups"]
+    for k, ts in tsd["state"].items():
+        cs = csd["state"][k]
+        assert list(cs) == list(ts) and cs["step"] == ts["step"]
+        for n in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(_state_np(cs[n]), ts[n].numpy(), **TOL)
+
+
+def test_sparse_adam_errors_match_torch(torch):
+    cp, tp = cgrad.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    cc = cgrad.zeros(2, dtype=cgrad.complex128, requires_grad=True)
+    tc = torch.zeros(2, dtype=torch.complex128, requires_grad=True)
+    cases = [(lambda: optim.SparseAdam([cp], lr=0), lambda: torch.optim.SparseAdam([tp], lr=0)),
+             (lambda: optim.SparseAdam([cp], eps=0), lambda: torch.optim.SparseAdam([tp], eps=0)),
+             (lambda: optim.SparseAdam([cp], betas=(1, 0.5)),
+              lambda: torch.optim.SparseAdam([tp], betas=(1, 0.5))),
+             (lambda: optim.SparseAdam([cp, cc]), lambda: torch.optim.SparseAdam([tp, tc]))]
+    for c, t in cases:
+        with pytest.raises(Exception) as te:
+            t()
+        with pytest.raises(type(te.value)) as ce:
+            c()
+        assert str(ce.value) == str(te.value)
+    cp.grad, tp.grad = cgrad.ones(2), torch.ones(2)
+    with pytest.raises(RuntimeError) as te:
+        torch.optim.SparseAdam([tp]).step()
+    with pytest.raises(RuntimeError) as ce:
+        optim.SparseAdam([cp]).step()
+    assert str(ce.value) == str(te.value)

@@ -28,7 +28,9 @@ from cgrad.optim.radam import RAdam
 from cgrad.optim.rmsprop import RMSprop
 from cgrad.optim.rprop import Rprop
 from cgrad.optim.sgd import SGD
+from cgrad.optim.sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam",
-           "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler",
+           "Optimizer", "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam",
+           "lr_scheduler",
            "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
