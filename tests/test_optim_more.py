@@ -8,6 +8,7 @@ with torch's to 1e-12. State dicts have torch's keys and round-trip with torch's
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -423,3 +424,202 @@ def test_sparse_adam_errors_match_torch(torch):
     with pytest.raises(RuntimeError) as ce:
         optim.SparseAdam([cp]).step()
     assert str(ce.value) == str(te.value)
+
+
+# ----------------------------------------------------------------------------------------
+# schedulers: OneCycleLR, CyclicLR, CosineAnnealingWarmRestarts, SequentialLR,
+# ChainedScheduler over 120 steps against torch's
+# ----------------------------------------------------------------------------------------
+class _Halving:
+    """A callable object as scale_fn (its __dict__ goes into the state dict)."""
+
+    def __init__(self):
+        self.base = 2.0
+
+    def __call__(self, x):
+        return 1 / self.base ** (x - 1)
+
+
+def _cyc(lib, **kw):
+    return lambda o: lib.optim.lr_scheduler.CyclicLR(o, **kw)
+
+
+SCHED_CONFIGS = [
+    ("onecycle-cos-sgd", "SGD", dict(momentum=0.9),
+     lambda L: lambda o: L.OneCycleLR(o, max_lr=[0.5, 0.8], total_steps=120)),
+    ("onecycle-linear-adam", "Adam", dict(),
+     lambda L: lambda o: L.OneCycleLR(o, max_lr=0.05, epochs=12, steps_per_epoch=10,
+                                      anneal_strategy="linear", pct_start=0.25)),
+    ("onecycle-three-phase", "SGD", dict(momentum=0.9),
+     lambda L: lambda o: L.OneCycleLR(o, max_lr=0.3, total_steps=125, three_phase=True,
+                                      base_momentum=[0.8, 0.7], div_factor=10.0,
+                                      final_div_factor=100.0)),
+    ("onecycle-no-momentum", "Adagrad", dict(),
+     lambda L: lambda o: L.OneCycleLR(o, max_lr=0.3, total_steps=130, cycle_momentum=False)),
+    ("cyclic-triangular", "SGD", dict(momentum=0.9),
+     lambda L: lambda o: L.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=7,
+                                    step_size_down=4)),
+    ("cyclic-triangular2-adam", "Adam", dict(),
+     lambda L: lambda o: L.CyclicLR(o, base_lr=[0.001, 0.002], max_lr=0.01, step_size_up=9,
+                                    mode="triangular2", base_momentum=0.85)),
+    ("cyclic-exp-range", "SGD", dict(momentum=0.5),
+     lambda L: lambda o: L.CyclicLR(o, 0.01, 0.1, step_size_up=5, mode="exp_range",
+                                    gamma=0.97)),
+    ("cyclic-scale-fn", "SGD", dict(),
+     lambda L: lambda o: L.CyclicLR(o, 0.01, 0.1, step_size_up=6, scale_fn=_Halving(),
+                                    scale_mode="iterations", cycle_momentum=False)),
+    ("cyclic-scale-fn-cycle", "SGD", dict(momentum=0.9),
+     lambda L: lambda o: L.CyclicLR(o, 0.01, 0.1, step_size_up=6,
+                                    scale_fn=lambda x: 0.8 ** x)),
+    ("warm-restarts", "SGD", dict(),
+     lambda L: lambda o: L.CosineAnnealingWarmRestarts(o, T_0=7)),
+    ("warm-restarts-mult", "SGD", dict(),
+     lambda L: lambda o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001)),
+    ("sequential", "SGD", dict(),
+     lambda L: lambda o: L.SequentialLR(o, [L.LinearLR(o, start_factor=0.1, total_iters=10),
+                                            L.CosineAnnealingLR(o, T_max=30),
+                                            L.ExponentialLR(o, gamma=0.98)],
+                                        milestones=[10, 45])),
+    ("chained", "SGD", dict(),
+     lambda L: lambda o: L.ChainedScheduler([L.ConstantLR(o, factor=0.5, total_iters=8),
+                                             L.ExponentialLR(o, gamma=0.97),
+                                             L.StepLR(o, step_size=20, gamma=0.5)])),
+    ("chained-in-sequential", "SGD", dict(),
+     lambda L: lambda o: L.SequentialLR(
+         o, [L.ChainedScheduler([L.LinearLR(o, start_factor=0.2, total_iters=5),
+                                 L.ExponentialLR(o, gamma=0.95)]),
+             L.CosineAnnealingWarmRestarts(o, T_0=10)], milestones=[20])),
+]
+
+
+def _sched_setup(lib, opt_name, opt_kw, make):
+    ps = [lib.tensor([1.0], requires_grad=True), lib.tensor([2.0], requires_grad=True)]
+    opt = getattr(lib.optim, opt_name)([{"params": [ps[0]]}, {"params": [ps[1]], "lr": 0.3}],
+                                       lr=0.1, **opt_kw)
+    return ps, opt, make(lib.optim.lr_scheduler)(opt)
+
+
+def _momenta(opt):
+    return [g.get("momentum", g.get("betas", (None,))[0]) for g in opt.param_groups]
+
+
+def _drop_fns(sd):
+    return {k: (_drop_fns(v) if isinstance(v, dict) else
+                [_drop_fns(x) if isinstance(x, dict) else x for x in v]
+                if isinstance(v, list) else v)
+            for k, v in sd.items()}
+
+
+def _same_keys(a, b):
+    assert set(a) == set(b), (set(a) ^ set(b))
+    for k in a:
+        if k == "_schedulers":
+            for x, y in zip(a[k], b[k]):
+                _same_keys(x, y)
+
+
+@pytest.mark.parametrize("cfg", SCHED_CONFIGS, ids=[c[0] for c in SCHED_CONFIGS])
+def test_more_schedulers_equal_torch(torch, cfg):
+    _, opt_name, opt_kw, make = cfg
+    if cfg[0] == "chained-in-sequential":
+        # the initial step of the ChainedScheduler steps its children before any optimizer
+        # step: both libraries warn about the order
+        with pytest.warns(UserWarning, match="Detected call of `lr_scheduler.step"):
+            cps, copt, cs = _sched_setup(cgrad, opt_name, opt_kw, make)
+        with pytest.warns(UserWarning, match="Detected call of `lr_scheduler.step"):
+            tps, topt, ts = _sched_setup(torch, opt_name, opt_kw, make)
+    else:
+        cps, copt, cs = _sched_setup(cgrad, opt_name, opt_kw, make)
+        tps, topt, ts = _sched_setup(torch, opt_name, opt_kw, make)
+    assert cs.get_last_lr() == ts.get_last_lr()
+    steps = 120
+    for i in range(steps):
+        for p in cps:
+            p.grad = cgrad.tensor([1.0])
+        for p in tps:
+            p.grad = torch.tensor([1.0])
+        copt.step()
+        topt.step()
+        cs.step()
+        ts.step()
+        cl, tl = cs.get_last_lr(), ts.get_last_lr()
+        np.testing.assert_allclose(cl, tl, rtol=1e-12, atol=1e-12, err_msg=str(i))
+        assert [g["lr"] for g in copt.param_groups] == pytest.approx(
+            [g["lr"] for g in topt.param_groups], rel=1e-12, abs=1e-12)
+        cm, tm = _momenta(copt), _momenta(topt)
+        if tm[0] is not None:
+            np.testing.assert_allclose(cm, tm, rtol=1e-12, atol=1e-12)
+        assert getattr(cs, "last_epoch", None) == getattr(ts, "last_epoch", None)
+    np.testing.assert_allclose([p.item() for p in cps], [p.item() for p in tps], rtol=1e-5)
+    csd, tsd = cs.state_dict(), ts.state_dict()
+    _same_keys(csd, tsd)
+    # a round trip continues the same sequence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cps2, copt2, cs2 = _sched_setup(cgrad, opt_name, opt_kw, make)
+    copt2.load_state_dict(copt.state_dict())
+    cs2.load_state_dict(copy.deepcopy(csd))
+    for _ in range(3 if not cfg[0].startswith("onecycle") else 0):
+        copt.step()
+        copt2.step()
+        cs.step()
+        cs2.step()
+        assert cs2.get_last_lr() == cs.get_last_lr()
+
+
+def test_onecycle_past_total_steps_and_errors(torch):
+    for lib in (cgrad, torch):
+        p = lib.tensor([1.0], requires_grad=True)
+        o = lib.optim.SGD([p], lr=0.1, momentum=0.9)
+        s = lib.optim.lr_scheduler.OneCycleLR(o, max_lr=0.1, total_steps=3)
+        o.step()
+        for _ in range(3):
+            s.step()
+        with pytest.raises(ValueError, match="Tried to step 4 times. The specified number "
+                                             "of total steps is 3"):
+            s.step()
+
+    def bad(lib):
+        L = lib.optim.lr_scheduler
+        p = lib.tensor([1.0], requires_grad=True)
+        sgd = lib.optim.SGD([p], lr=0.1, momentum=0.9)
+        return [lambda: L.OneCycleLR(sgd, 0.1), lambda: L.OneCycleLR(sgd, 0.1, total_steps=0),
+                lambda: L.OneCycleLR(sgd, 0.1, epochs=0, steps_per_epoch=3),
+                lambda: L.OneCycleLR(sgd, 0.1, 10, pct_start=1),
+                lambda: L.OneCycleLR(sgd, 0.1, 10, anneal_strategy="exp"),
+                lambda: L.OneCycleLR(sgd, [0.1, 0.2], 10),
+                lambda: L.OneCycleLR(lib.optim.Adagrad([p]), 0.1, 10),
+                lambda: L.CyclicLR(sgd, 0.1, 1.0, mode="square"),
+                lambda: L.CyclicLR(lib.optim.Adagrad([p]), 0.1, 1.0),
+                lambda: L.CosineAnnealingWarmRestarts(sgd, T_0=0),
+                lambda: L.CosineAnnealingWarmRestarts(sgd, T_0=2, T_mult=0),
+                lambda: L.CosineAnnealingWarmRestarts(sgd, T_0=2, eta_min="x"),
+                lambda: L.SequentialLR(sgd, [], []),
+                lambda: L.SequentialLR(sgd, [L.StepLR(sgd, 3)], [4]),
+                lambda: L.ChainedScheduler([]),
+                lambda: L.ChainedScheduler([L.ReduceLROnPlateau(sgd)])]
+    for i, (c, t) in enumerate(zip(bad(cgrad), bad(torch))):
+        with pytest.raises(Exception) as te:
+            t()
+        with pytest.raises(type(te.value)) as ce:
+            c()
+        assert str(ce.value) == str(te.value), i
+
+
+@pytest.mark.parametrize("T_mult", [1, 2, 3])
+def test_warm_restarts_fractional_epochs_equal_torch(torch, T_mult):
+    cps, copt, cs = _sched_setup(cgrad, "SGD", {}, lambda L: lambda o:
+                                 L.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=T_mult))
+    tps, topt, ts = _sched_setup(torch, "SGD", {}, lambda L: lambda o:
+                                 L.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=T_mult))
+    n_batches = 7
+    for epoch in range(15):
+        for b in range(n_batches):
+            copt.step()
+            topt.step()
+            cs.step(epoch + b / n_batches)
+            ts.step(epoch + b / n_batches)
+            np.testing.assert_allclose(cs.get_last_lr(), ts.get_last_lr(), rtol=1e-12,
+                                       atol=1e-15)
+            assert cs.T_cur == pytest.approx(ts.T_cur, abs=1e-12) and cs.T_i == ts.T_i
+            assert cs.last_epoch == ts.last_epoch
