@@ -25,6 +25,7 @@ cgrad/sparse/_legacy.py.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import operator
 
 import numpy as np
@@ -64,6 +65,15 @@ def _is_int(x):
                                np.ndarray)) and hasattr(x, "__index__"))
 
 
+def _is_sequence(x):
+    """CPython's PySequence_Check, torch's test for data: range, array.array, deque and
+    memoryview are data; a set, dict, generator or scalar is not."""
+    if isinstance(x, collections.abc.Sequence):
+        return True
+    return (hasattr(type(x), "__getitem__") and hasattr(type(x), "__len__")
+            and not isinstance(x, (collections.abc.Mapping, np.generic)))
+
+
 def _sizes_array(dims, dt):
     shape = []
     for i, d in enumerate(dims):
@@ -99,7 +109,10 @@ def construct(dtype, args, size=None, device=None, strict=False):
         if isinstance(first, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(first).__name__}'")
         if not isinstance(first, (list, tuple, np.ndarray)):
-            raise TypeError(f"new(): data must be a sequence (got {_checks.type_name(first)})")
+            if not _is_sequence(first):
+                raise TypeError(f"new(): data must be a sequence (got "
+                                f"{_checks.type_name(first)})")
+            first = list(first)         # range, array.array, deque, memoryview, ...
         arr, _ = _creation._from_data(first)
         return np.array(arr, dtype=dtype, copy=True)
     if len(args) == 1 and type(first).__name__ == "Size":
