@@ -355,6 +355,22 @@ def variable_volatile():
     cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
 
 
+@case(r"Use `current_device_index` instead\.")
+def accelerator_current_device_idx():
+    try:
+        cgrad.accelerator.current_device_idx()  # warns
+    except RuntimeError:
+        pass
+
+
+@case(r"Use `set_device_index` instead\.")
+def accelerator_set_device_idx():
+    try:
+        cgrad.accelerator.set_device_idx(0)  # warns
+    except RuntimeError:
+        pass
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""
