@@ -40,15 +40,9 @@ from cgrad.autograd.function import Function
 __all__ = ["tensortype", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 
-# torch's TensorOptions names of dtypes, in the message for a Tensor of another dtype
-_OPTION_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                 "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-                 "complex128": "c10::complex<double>"}
-
 
 def _options(dt):
-    return (f"TensorOptions(dtype={_OPTION_NAMES.get(str(dt), str(dt))}, device=cpu, "
+    return (f"TensorOptions(dtype={_dtype.c10_name(dt)}, device=cpu, "
             "layout=Strided, requires_grad=false (default), pinned_memory=false (default), "
             "memory_format=(nullopt))")
 

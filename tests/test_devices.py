@@ -1,6 +1,7 @@
 """Devices (issue 17): cgrad.device, Tensor.device and the device= of every factory,
 Tensor.to in all of torch's forms, cpu()/cuda()/pin_memory(), the cgrad.cuda,
-cgrad.accelerator and cgrad.backends namespaces, set_default_device, against torch 2.13's CPU build where it is importable.
+cgrad.accelerator and cgrad.backends namespaces, set_default_device, against torch 2.13's CPU
+build where it is importable.
 
 Each case runs the same snippet against cgrad and torch (tests/torch_compare.py): values
 (tensors as dtype, shape and values; devices as type, index, str, repr and hash) must be

@@ -355,6 +355,12 @@ def variable_volatile():
     cgrad.autograd.Variable(cgrad.ones(2), volatile=True)  # warns
 
 
+@case(r"An output with one or more elements was resized since it had shape \[3\], which does "
+      r"not match the required output shape \[2\]")
+def op_out_resized():
+    cgrad.mul(cgrad.ones(2), 2.0, out=cgrad.zeros(3))  # warns
+
+
 @case(r"Use `current_device_index` instead\.")
 def accelerator_current_device_idx():
     try:
