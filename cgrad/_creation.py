@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import math
 
 import numpy as np
@@ -170,6 +171,13 @@ def _from_list(data):
     return _check_kind(arr, data)
 
 
+def _python_sequence(data):
+    """A sequence torch reads item by item (a Python sequence without NumPy's array
+    interface), so that its items get torch's default dtypes."""
+    return (isinstance(data, collections.abc.Sequence) and not hasattr(data, "__array__")
+            and not hasattr(data, "__array_interface__"))
+
+
 def _from_data(data):
     """Convert Python data (nested lists of scalars/Tensors) to an ndarray; report whether
     the dtype came from Python scalars (then torch's defaults apply)."""
@@ -179,6 +187,8 @@ def _from_data(data):
         return _check_kind(data, data), False
     if isinstance(data, np.generic):
         return _check_kind(np.asarray(data), data), False
+    if not isinstance(data, (list, tuple, str, bytes)) and _python_sequence(data):
+        data = list(data)       # range, deque, array.array, memoryview: Python scalars, as torch
     if isinstance(data, (list, tuple)):
         arr = _from_list(data)
         return arr, not (arr.dtype == np.float64 and _has_f64_leaf(data))

@@ -164,6 +164,15 @@ OPTION_CASES = [
     ("r = T.zeros_like(T.ones(2), device='cuda')", NOCUDA),
     ("r = T.zeros_like(T.ones(2), memory_format=T.channels_last)", "required rank 4 tensor"),
     ("r = T.ones_like(T.ones(2), dtype=T.int64, requires_grad=True)", FLOATGRAD),
+    # sequences other than lists and tuples are read item by item: Python floats become the
+    # default dtype, ints int64 (torch.tensor(array.array('d', ...)) is float32)
+    ("import array; r = T.tensor(array.array('d', [1.5, 2]))", None),
+    ("import array; r = T.as_tensor(array.array('i', [1, 2]))", None),
+    ("import collections; r = T.tensor(collections.deque([1.5, 2.0]))", None),
+    ("r = T.tensor(memoryview(b'ab'))", None),
+    ("r = T.tensor(range(3))", None),
+    ("r = T.tensor((range(2), range(2)))", None),
+    ("r = T.tensor(range(3), dtype=T.float64)", None),
 ]
 
 
