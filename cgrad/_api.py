@@ -824,6 +824,9 @@ OUT_NAMES = {"absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": 
              "vstack": "cat"}
 
 
+_OUT_FORMS: dict = {}
+
+
 def _out_policy(name):
     return ("cast" if name in OUT_CAST else "cat" if name in OUT_CAT
             else "dtype" if name in OUT_DTYPE else "exact")
@@ -869,7 +872,10 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
         fn = getattr(fn, "_out_of", fn)
         outer = None
         if name in OUT_FUNCTIONS and "out" not in inspect.signature(fn).parameters:
-            outer = with_out(fn, name)
+            key = (fn, OUT_NAMES.get(name, name), _out_policy(name))
+            outer = _OUT_FORMS.get(key)         # aliases (arccos, acos) share one
+            if outer is None:
+                outer = _OUT_FORMS[key] = with_out(fn, name)
         f = wrap_function(fn, name, module, name in tensor_first,
                           ALIASES_FUNCTION if c_bound else None, like=outer)
         if outer is not None:
