@@ -65,7 +65,8 @@ from cgrad._creation import (arange, as_tensor, empty, empty_like, eye, from_num
                              full, full_like, linspace, ones, ones_like, tensor, zeros,
                              zeros_like)
 from cgrad._device import (channels_last, channels_last_3d, contiguous_format,  # noqa: E402
-                           device, layout, memory_format, preserve_format)
+                           device, get_default_device, layout, memory_format, preserve_format,
+                           set_default_device)
 from cgrad._generator import (Generator, default_generator, get_rng_state,  # noqa: E402
                               initial_seed, manual_seed, seed, set_rng_state)
 from cgrad._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: E402
@@ -80,7 +81,7 @@ from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402
 from cgrad import utils  # noqa: E402
-from cgrad import backends, cuda, random  # noqa: E402  # torch's namespaces, CPU-only
+from cgrad import accelerator, backends, cuda, random  # noqa: E402  # torch's, CPU-only
 from cgrad.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402  # sparse:
 
 

@@ -27,6 +27,7 @@ import inspect
 import textwrap
 
 from cgrad import _C
+from cgrad import _creation
 
 ALIASES_FUNCTION = {"x": "input", "a": "input", "x1": "input", "self": "input",
                     "x2": "other", "axis": "dim", "keepdims": "keepdim"}
@@ -768,6 +769,91 @@ def wrap_function(fn, name, module, check=False, aliases=None, qualname=None, me
     return f
 
 
+# -- out= -----------------------------------------------------------------------------------
+# Note [out= arguments]
+# ~~~~~~~~~~~~~~~~~~~~~
+# The functions torch gives an ``out=`` argument (OUT_FUNCTIONS: those of cgrad.* that have
+# one in torch 2.13's signatures, checked by tests/test_torch_signatures.py) take it in cgrad
+# too. The implementations do not: each such TensorFunction holds, under "_out_impl", a
+# Python function that computes the plain result and writes it into out
+# (cgrad._creation.op_out: torch's checks, resizing, dtype rules); the C wrapper calls it
+# only for a call that has an ``out`` keyword (csrc/cg_tfn.c), so other calls cost nothing
+# more. Its signature (the implementation's plus a keyword-only ``out=None``) is what
+# inspect and help() show. How the result's dtype may differ from out's follows torch's
+# kernels: OUT_CAST (elementwise ops and the reductions of TensorIterator: torch's canCast),
+# OUT_CAT (cat and its relatives: the same, a TypeError), OUT_DTYPE (sum, prod, cumsum,
+# cumprod compute in out's dtype) and "exact" for the others (out's dtype must be the
+# result's). Messages name the op as torch's do (OUT_NAMES: hstack's say cat).
+OUT_FUNCTIONS = frozenset("""
+    abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax
+    any arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort asin asinh
+    atan atan2 atanh baddbmm bitwise_and bitwise_not bitwise_or bitwise_xor bmm bucketize cat
+    ceil cholesky clamp clamp_max clamp_min clip column_stack concat concatenate copysign cos
+    cosh cross cummax cummin cumprod cumsum deg2rad diag diff div divide dot dstack eq erf erfc
+    erfinv exp exp2 expm1 fix float_power floor floor_divide fmod frac gather ge ger greater
+    greater_equal gt heaviside histc histogram hstack hypot index_add index_select inverse
+    isneginf isposinf kthvalue le lerp less less_equal log log10 log1p log2 log_softmax
+    logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit
+    logsumexp lt masked_select matmul max maximum mean median min minimum mm mode msort mul
+    multiply mv nan_to_num nanmean nanmedian nanquantile nansum ne neg negative nonzero norm
+    not_equal outer pow prod qr quantile rad2deg reciprocal remainder round rsqrt scatter
+    scatter_add searchsorted sgn sigmoid sign sin sinc sinh slogdet softmax sort sqrt square
+    stack std sub subtract sum take take_along_dim tan tanh topk tril triu true_divide trunc
+    var vstack where xlogy""".split())
+OUT_CAST = frozenset("""
+    acos acosh add addcdiv addcmul addr arccos arccosh arcsin arcsinh arctan arctan2 arctanh
+    asin asinh atan atan2 atanh bitwise_and bitwise_or bitwise_xor cholesky
+    copysign cos cosh deg2rad diff div divide eq erf erfc erfinv exp exp2 expm1 floor_divide
+    fmod ge ger greater greater_equal gt hypot le lerp less less_equal log log10 log1p log2
+    logaddexp logaddexp2 logical_and logical_not logical_or logical_xor logit logsumexp lt max
+    maximum mean min minimum mul multiply nanmean nansum ne not_equal outer pow rad2deg
+    reciprocal remainder rsqrt sigmoid sin sinc sinh sqrt square std sub subtract tan tanh
+    true_divide var xlogy""".split())
+OUT_CAT = frozenset("cat concat concatenate stack hstack vstack dstack column_stack".split())
+OUT_DTYPE = frozenset("sum prod cumsum cumprod".split())
+# the name torch's out= messages give an alias or composite op (its kernel's)
+OUT_NAMES = {"absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
+             "arcsinh": "asinh", "arctan": "atan", "arctan2": "atan2", "arctanh": "atanh",
+             "clip": "clamp", "column_stack": "cat", "concat": "cat", "concatenate": "cat",
+             "cross": "linalg_cross", "diff": "sub", "divide": "div", "dstack": "cat",
+             "fix": "trunc", "float_power": "pow", "ger": "mul", "hstack": "cat",
+             "inverse": "linalg_inv_ex", "msort": "sort", "multiply": "mul",
+             "nanmean": "nansum", "negative": "neg", "norm": "linalg_vector_norm",
+             "outer": "mul", "qr": "linalg_qr", "slogdet": "_linalg_slogdet", "square": "pow",
+             "subtract": "sub", "take_along_dim": "gather", "true_divide": "div",
+             "vstack": "cat"}
+
+
+_OUT_FORMS: dict = {}
+
+
+def _out_policy(name):
+    return ("cast" if name in OUT_CAST else "cat" if name in OUT_CAT
+            else "dtype" if name in OUT_DTYPE else "exact")
+
+
+def with_out(fn, name):
+    """fn taking torch's out= (Note [out= arguments]): a Python function with fn's signature
+    plus a keyword-only out=None."""
+    policy = _out_policy(name)
+    shown = OUT_NAMES.get(name, name)
+
+    def call(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        return _creation.op_out(shown, fn, args, kwargs, out, policy)
+
+    sig = inspect.signature(fn)
+    params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+    params += [p for p in sig.parameters.values() if p.kind == p.VAR_KEYWORD]
+    call.__signature__ = sig.replace(parameters=params)
+    call.__name__, call.__qualname__ = fn.__name__, fn.__qualname__
+    call.__module__, call.__doc__ = fn.__module__, fn.__doc__
+    call._out_of = fn
+    return call
+
+
 def _passes_on(fn):
     """True if fn's signature is (self, *args, **kwargs)."""
     kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
@@ -781,8 +867,21 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
     for name in names:
         fn = namespace[name]
         c_bound = name in c_in_torch if c_in_torch is not None else name not in python_in_torch
-        namespace[name] = wrap_function(fn, name, module, name in tensor_first,
-                                        ALIASES_FUNCTION if c_bound else None)
+        if isinstance(fn, TensorFunction):
+            fn = fn.__dict__.get("_out_impl", fn.__wrapped__)
+        fn = getattr(fn, "_out_of", fn)
+        outer = None
+        if name in OUT_FUNCTIONS and "out" not in inspect.signature(fn).parameters:
+            key = (fn, OUT_NAMES.get(name, name), _out_policy(name))
+            outer = _OUT_FORMS.get(key)         # aliases (arccos, acos) share one
+            if outer is None:
+                outer = _OUT_FORMS[key] = with_out(fn, name)
+        f = wrap_function(fn, name, module, name in tensor_first,
+                          ALIASES_FUNCTION if c_bound else None, like=outer)
+        if outer is not None:
+            f._out_impl = outer        # called for out= (Note [out= arguments])
+            f.__wrapped__ = outer
+        namespace[name] = f
 
 
 def install_methods(cls):

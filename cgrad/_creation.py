@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import math
 
 import numpy as np
@@ -183,6 +184,13 @@ def _from_list(data):
     return _check_kind(arr, data)
 
 
+def _python_sequence(data):
+    """A sequence torch reads item by item (a Python sequence without NumPy's array
+    interface), so that its items get torch's default dtypes."""
+    return (isinstance(data, collections.abc.Sequence) and not hasattr(data, "__array__")
+            and not hasattr(data, "__array_interface__"))
+
+
 def _from_data(data):
     """Convert Python data (nested lists of scalars/Tensors) to an ndarray; report whether
     the dtype came from Python scalars (then torch's defaults apply)."""
@@ -192,6 +200,8 @@ def _from_data(data):
         return _check_kind(data, data), False
     if isinstance(data, np.generic):
         return _check_kind(np.asarray(data), data), False
+    if not isinstance(data, (list, tuple, str, bytes)) and _python_sequence(data):
+        data = list(data)       # range, deque, array.array, memoryview: Python scalars, as torch
     if isinstance(data, (list, tuple)):
         arr = _from_list(data)
         return arr, not (arr.dtype == np.float64 and _has_f64_leaf(data))
@@ -298,11 +308,98 @@ def write_out(out, arr, requires_grad=False):
             raise RuntimeError("unsupported operation: more than one element of the written-to "
                                f"tensor refers to a single memory location ({e})") from None
     else:
-        out._data = np.ascontiguousarray(arr, dtype=out._data.dtype)
+        out._data = np.array(arr, dtype=out._data.dtype, order="C")    # 0-d stays 0-d
     out._bump_version()
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+# -- out= of the ops (Note [out= arguments] in cgrad/_api.py) --------------------------------
+_OUT_NO_AUTOGRAD = ("{}(): functions with out=... arguments don't support automatic "
+                    "differentiation, but one of the arguments requires grad.")
+
+
+def can_cast(src, dst):
+    """torch's canCast: no complex to real, no floating point to integral, nothing but bool
+    to bool."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src.kind == "c" and dst.kind != "c":
+        return False
+    if src.kind == "f" and dst.kind in "iub":
+        return False
+    return not (src.kind != "b" and dst.kind == "b")
+
+
+def _check_out_dtype(fname, r, o, policy):
+    rd, od = r._data.dtype, o._data.dtype
+    if rd == od:
+        return
+    tn = _dtype.torch_type_name
+    if policy == "cast" and not can_cast(rd, od):
+        raise RuntimeError(f"result type {tn(rd)} can't be cast to the desired output type "
+                           f"{tn(od)}")
+    if policy == "cat" and not can_cast(rd, od):
+        raise TypeError(f"cat(): input types can't be cast to the desired output type "
+                        f"{tn(od)}")
+    if policy not in ("cast", "cat"):
+        raise RuntimeError(f"Expected out tensor to have dtype {_dtype.c10_name(rd)}, but got "
+                           f"{_dtype.c10_name(od)} instead")
+
+
+def _outs_for(fname, out, result):
+    """The tensors to write result into: [out] for a single result, the items of out (a
+    tuple or list) for a function of several outputs; torch's TypeErrors otherwise."""
+    if not isinstance(result, tuple):
+        if not isinstance(out, _C.TensorBase):
+            raise TypeError(f"{fname}(): argument 'out' must be Tensor, not "
+                            f"{_checks.type_name(out)}")
+        return [out], [result]
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{fname}(): argument 'out' must be tuple of Tensors, not "
+                        f"{_checks.type_name(out)}")
+    if len(out) != len(result):
+        raise TypeError(f"expected tuple of {len(result)} elements but got {len(out)}")
+    for i, o in enumerate(out):
+        if not isinstance(o, _C.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 'out', but got "
+                            f"{_checks.type_name(o)}")
+    return list(out), list(result)
+
+
+def op_out(fname, fn, args, kwargs, out, policy):
+    """fn(*args, **kwargs) written into out (a tensor, or a sequence of them for a function of
+    several outputs) as torch's out= variants do; returns out (several: the result's named
+    tuple type over them). policy: how the result's dtype may differ from out's ("cast":
+    torch's canCast, "cat": the same for cat and its relatives, "dtype": the op computes in
+    out's dtype, "exact": it may not)."""
+    if not isinstance(out, (_C.TensorBase, tuple, list)):
+        raise TypeError(f"{fname}(): argument 'out' must be Tensor, not "
+                        f"{_checks.type_name(out)}")
+    given = list(out) if isinstance(out, (tuple, list)) else [out]
+    grad = _C.is_grad_enabled()
+    if grad and any(isinstance(o, _C.TensorBase) and o.requires_grad for o in given):
+        raise RuntimeError(_OUT_NO_AUTOGRAD.format(fname))
+    if policy == "dtype" and isinstance(out, _C.TensorBase) and kwargs.get("dtype") is None:
+        kwargs = dict(kwargs, dtype=out._data.dtype)
+    result = fn(*args, **kwargs)
+    outs, results = _outs_for(fname, out, result)
+    if grad and any(r.requires_grad for r in results):
+        raise RuntimeError(_OUT_NO_AUTOGRAD.format(fname))
+    for r, o in zip(results, outs):
+        _check_out_dtype(fname, r, o, policy)
+    for r, o in zip(results, outs):
+        if o._data.shape != r._data.shape and o._data.size != 0:
+            _warn(f"An output with one or more elements was resized since it had shape "
+                  f"{list(o._data.shape)}, which does not match the required output shape "
+                  f"{list(r._data.shape)}. This behavior is deprecated, and in a future "
+                  "release outputs will not be resized unless they have zero elements. You "
+                  "can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                  "elements with t.resize_(0).")
+        write_out(o, r._data)
+    if not isinstance(result, tuple):
+        return out
+    return type(result)(*outs) if hasattr(type(result), "_fields") else tuple(outs)
 
 
 def _make(fname, maker, size, dtype, device, requires_grad, out=None, layout=None,

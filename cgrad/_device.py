@@ -24,9 +24,11 @@ from __future__ import annotations
 import builtins
 import operator
 import re
+import threading
 
 __all__ = ["device", "layout", "memory_format", "strided", "sparse_coo", "contiguous_format",
-           "preserve_format", "channels_last", "channels_last_3d"]
+           "preserve_format", "channels_last", "channels_last_3d", "set_default_device",
+           "get_default_device"]
 
 # c10::DeviceType, in its enum order (the number is used by hash(), as torch's)
 DEVICE_TYPES = ("cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip", "fpga", "maia",
@@ -229,6 +231,29 @@ def check(arg, fname="tensor"):
         raise AssertionError(NO_CUDA)
     raise RuntimeError(f"cgrad is not linked with support for {d._type} devices (cgrad runs "
                        "on the CPU only)")
+
+
+# -- the default device --------------------------------------------------------------------
+_device_class = device
+_default = threading.local()        # per thread, as torch's device context
+
+
+def set_default_device(device):
+    """Sets the device new tensors are created on (None: the CPU again). cgrad places every
+    tensor on the CPU, so only a CPU device is accepted; another raises at once what creating
+    a tensor on it raises (torch, built without CUDA, accepts "cuda" here and raises that
+    error at the next tensor it creates)."""
+    if device is not None and not isinstance(device, (str, builtins.int, _device_class)) \
+            and not isinstance(getattr(device, "type", None), str):
+        device = _device_class(device)      # torch.device(...)'s error for a bad argument
+    _default.device = check(device, "set_default_device")
+
+
+def get_default_device():
+    """The device new tensors are created on: the one given to set_default_device, or the
+    CPU."""
+    d = getattr(_default, "device", None)
+    return CPU if d is None else d
 
 
 def refuse_cuda(arg):

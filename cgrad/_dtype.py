@@ -49,3 +49,15 @@ _TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int
 def torch_type_name(dt):
     """torch's name of a dtype in kernel error messages ('Float', 'Long', ...)."""
     return _TORCH_NAMES.get(str(dt), str(dt))
+
+
+# c10's C++ names of dtypes, in torch's TensorOptions and out= dtype messages
+_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def c10_name(dt):
+    """torch's C++ name of a dtype in some messages ('float', 'long int', ...)."""
+    return _C10_NAMES.get(str(dt), str(dt))

@@ -25,6 +25,7 @@ cgrad/sparse/_legacy.py.
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import operator
 
 import numpy as np
@@ -39,15 +40,9 @@ from cgrad.autograd.function import Function
 __all__ = ["tensortype", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
 
-# torch's TensorOptions names of dtypes, in the message for a Tensor of another dtype
-_OPTION_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                 "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-                 "complex128": "c10::complex<double>"}
-
 
 def _options(dt):
-    return (f"TensorOptions(dtype={_OPTION_NAMES.get(str(dt), str(dt))}, device=cpu, "
+    return (f"TensorOptions(dtype={_dtype.c10_name(dt)}, device=cpu, "
             "layout=Strided, requires_grad=false (default), pinned_memory=false (default), "
             "memory_format=(nullopt))")
 
@@ -62,6 +57,15 @@ def _check_device(device):
 def _is_int(x):
     return (not isinstance(x, (builtins.bool, np.bool_, _C.TensorBase, float, complex,
                                np.ndarray)) and hasattr(x, "__index__"))
+
+
+def _is_sequence(x):
+    """CPython's PySequence_Check, torch's test for data: range, array.array, deque and
+    memoryview are data; a set, dict, generator or scalar is not."""
+    if isinstance(x, collections.abc.Sequence):
+        return True
+    return (hasattr(type(x), "__getitem__") and hasattr(type(x), "__len__")
+            and not isinstance(x, (collections.abc.Mapping, np.generic)))
 
 
 def _sizes_array(dims, dt):
@@ -99,7 +103,10 @@ def construct(dtype, args, size=None, device=None, strict=False):
         if isinstance(first, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(first).__name__}'")
         if not isinstance(first, (list, tuple, np.ndarray)):
-            raise TypeError(f"new(): data must be a sequence (got {_checks.type_name(first)})")
+            if not _is_sequence(first):
+                raise TypeError(f"new(): data must be a sequence (got "
+                                f"{_checks.type_name(first)})")
+            first = list(first)         # range, array.array, deque, memoryview, ...
         arr, _ = _creation._from_data(first)
         return np.array(arr, dtype=dtype, copy=True)
     if len(args) == 1 and type(first).__name__ == "Size":

@@ -47,6 +47,23 @@ static PyObject *rename_keywords(PyObject *aliases, PyObject *kwnames)
     return out;
 }
 
+/* The key of the attribute dict that holds the out= form of the function (cgrad/_api.py,
+ * Note [out= arguments]); interned at type initialisation. */
+static PyObject *out_impl_key = NULL;
+
+/* Whether one of the keyword names is "out". */
+static int has_out(PyObject *kwnames)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(kwnames), i;
+    for (i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_GET_LENGTH(k) == 3 && PyUnicode_CompareWithASCIIString(k, "out") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames)
 {
@@ -63,16 +80,34 @@ static PyObject *tfn_vectorcall(PyObject *self, PyObject *const *args, size_t na
                      Py_TYPE(args[0])->tp_name);
         return NULL;
     }
-    if (kwnames != NULL && f->aliases != NULL) {
-        PyObject *names = rename_keywords(f->aliases, kwnames);
-        if (names == NULL) {
+    if (kwnames == NULL) {
+        return PyObject_Vectorcall(f->fn, args, nargsf, NULL);
+    }
+    PyObject *target = f->fn;       /* borrowed */
+    if (f->dict != NULL && has_out(kwnames)) {
+        /* out=: the function installed to write into it, when there is one */
+        PyObject *impl = PyDict_GetItemWithError(f->dict, out_impl_key);   /* borrowed */
+        if (impl != NULL) {
+            target = impl;
+        } else if (PyErr_Occurred()) {
             return NULL;
         }
-        PyObject *res = PyObject_Vectorcall(f->fn, args, nargsf, names);
-        Py_DECREF(names);
-        return res;
     }
-    return PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+    Py_INCREF(target);              /* the call may replace the dict's entry */
+    PyObject *res;
+    if (f->aliases != NULL) {
+        PyObject *names = rename_keywords(f->aliases, kwnames);
+        if (names == NULL) {
+            Py_DECREF(target);
+            return NULL;
+        }
+        res = PyObject_Vectorcall(target, args, nargsf, names);
+        Py_DECREF(names);
+    } else {
+        res = PyObject_Vectorcall(target, args, nargsf, kwnames);
+    }
+    Py_DECREF(target);
+    return res;
 }
 
 static PyObject *tfn_descr_get(PyObject *self, PyObject *obj, PyObject *type)
@@ -175,6 +210,12 @@ static PyTypeObject cg_tfn_type = {
 
 int cg_tfn_type_ready(void)
 {
+    if (out_impl_key == NULL) {
+        out_impl_key = PyUnicode_InternFromString("_out_impl");
+        if (out_impl_key == NULL) {
+            return -1;
+        }
+    }
     return PyType_Ready(&cg_tfn_type);
 }
 

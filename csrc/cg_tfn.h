@@ -31,7 +31,10 @@ int cg_tfn_type_ready(void);
  * with no positional argument is passed on unchanged). `aliases` (a dict, or NULL) maps
  * keyword names to the names fn takes: NumPy's names that torch's C-bound ops accept
  * (axis -> dim, keepdims -> keepdim, x -> input, x2 -> other); calls without keywords do not
- * look at it. */
+ * look at it. A call with an `out` keyword goes to the callable stored under "_out_impl"
+ * in the object's attribute dict instead of fn, when there is one (the out= form of the
+ * function, installed by cgrad/_api.py: Note [out= arguments]); calls without keywords do
+ * not look for it. */
 PyObject *cg_tfn_new(PyObject *fn, PyObject *name, PyObject *tensor_type, int check,
                      PyObject *aliases);
 

@@ -31,9 +31,11 @@ def _sections(module):
 
 def test_help_lists_the_functions_with_signatures():
     funcs, data = _sections(cgrad)
-    for text in ("matmul(input, other)", "sum(input, dim=None, keepdim=False, *, dtype=None)",
-                 "sum(input, dim=None, keepdim=False, *, dtype=None) -> Tensor",
-                 "tensor(", "zeros(", "absolute = abs(input)"):
+    for text in ("matmul(input, other, *, out=None)",
+                 "sum(input, dim=None, keepdim=False, *, dtype=None, out=None)",
+                 "sum(input, dim=None, keepdim=False, *, dtype=None, out=None) -> Tensor",
+                 "reshape(input, shape)", "tensor(", "zeros(",
+                 "absolute = abs(input, *, out=None)"):
         assert text in funcs, text
     listed = set(re.findall(r"^    (\w+)(?:\(| = )", funcs, re.M))
     assert {n for _, n in FUNCTIONS[: len(_api.function_names())]} <= listed

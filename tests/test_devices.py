@@ -1,6 +1,7 @@
 """Devices (issue 17): cgrad.device, Tensor.device and the device= of every factory,
-Tensor.to in all of torch's forms, cpu()/cuda()/pin_memory(), the cgrad.cuda and
-cgrad.backends namespaces, against torch 2.13's CPU build where it is importable.
+Tensor.to in all of torch's forms, cpu()/cuda()/pin_memory(), the cgrad.cuda,
+cgrad.accelerator and cgrad.backends namespaces, set_default_device, against torch 2.13's CPU
+build where it is importable.
 
 Each case runs the same snippet against cgrad and torch (tests/torch_compare.py): values
 (tensors as dtype, shape and values; devices as type, index, str, repr and hash) must be
@@ -421,6 +422,83 @@ def test_backend_switches_are_settable():
         cgrad.backends.cuda.matmul.allow_tf32 = False
     import cgrad.backends.cudnn as c2        # importable as a module, as torch's
     assert c2 is cudnn
+
+
+# -- cgrad.accelerator, the default device ----------------------------------------------------
+ACCELERATOR_CASES = [
+    ("r = T.accelerator.is_available()", None),
+    ("r = T.accelerator.current_accelerator()", None),
+    ("r = T.accelerator.current_accelerator(check_available=True)", None),
+    ("r = T.accelerator.device_count()", None),
+    ("r = T.accelerator.current_device_index()", NOACC),
+    ("r = T.accelerator.current_device_idx()", NOACC),
+    ("r = T.accelerator.set_device_index(0)", NOACC),
+    ("r = T.accelerator.set_device_idx(0)", NOACC),
+    ("r = T.accelerator.synchronize()", NOACC),
+    ("r = T.accelerator.empty_cache()", NOACC),
+    ("r = T.accelerator.memory_allocated()", NOACC),
+    ("r = T.accelerator.max_memory_allocated(0)", NOACC),
+    ("r = T.accelerator.memory_stats()", NOACC),
+    ("r = T.accelerator.get_memory_info()", NOACC),
+    ("r = T.accelerator.reset_peak_memory_stats()", NOACC),
+    ("with T.accelerator.device_index(None): r = 1", None),
+    ("with T.accelerator.device_index(0): r = 1", NOACC),
+    # the tutorials' idiom (pytorch/tutorials beginner_source/basics)
+    ('r = T.accelerator.current_accelerator().type if T.accelerator.is_available() else "cpu"',
+     None),
+]
+
+DEFAULT_DEVICE_CASES = [
+    ("r = T.get_default_device()", None),
+    ('T.set_default_device("cpu"); r = (T.get_default_device(), T.zeros(2).device)', None),
+    ('T.set_default_device(T.device("cpu")); r = T.get_default_device()', None),
+    ('T.set_default_device("cpu:1"); r = (T.get_default_device(), T.ones(1).device)', None),
+    ('T.set_default_device("cpu"); T.set_default_device(None); r = T.get_default_device()',
+     None),
+    ("T.set_default_device(0)", NOACC),
+    ('T.set_default_device("xyz")', "device type at start of device string: xyz"),
+    ("T.set_default_device(1.5)", "device() received an invalid combination of arguments - "
+                                  "got (float), but expected one of:"),
+]
+
+
+@_cases(ACCELERATOR_CASES)
+def test_accelerator(code, phrase):
+    _run(code, phrase)
+
+
+@_cases(DEFAULT_DEVICE_CASES)
+def test_default_device(code, phrase):
+    try:
+        _run(code, phrase)
+    finally:
+        cgrad.set_default_device(None)
+        if torch is not None:
+            torch.set_default_device(None)
+
+
+def test_default_device_is_per_thread_and_refuses_devices_it_cannot_place():
+    import threading
+    seen = []
+    cgrad.set_default_device("cpu:1")
+    try:
+        t = threading.Thread(target=lambda: seen.append(cgrad.get_default_device()))
+        t.start()
+        t.join()
+        assert seen == [cgrad.device("cpu")]
+        assert cgrad.get_default_device() == cgrad.device("cpu:1")
+        # torch (CPU build) accepts "cuda" here and raises its AssertionError at the next
+        # tensor it creates (get_default_device included); cgrad raises the same error at
+        # once. It accepts "meta" too; cgrad makes no meta tensors, so it refuses at once
+        # what cgrad.zeros(1, device="meta") refuses
+        for d in ("cuda", "cuda:0"):
+            with pytest.raises(AssertionError, match=NOCUDA):
+                cgrad.set_default_device(d)
+        with pytest.raises(RuntimeError, match="not linked with support for meta devices"):
+            cgrad.set_default_device("meta")
+        assert cgrad.get_default_device() == cgrad.device("cpu:1")
+    finally:
+        cgrad.set_default_device(None)
 
 
 def test_the_usual_device_idiom_runs():

@@ -171,6 +171,15 @@ OPTION_CASES = [
     ("r = T.tensor([2**63, 1.5])", None),
     ("r = T.tensor([1, 2.0])", None),
     ("r = T.tensor([T.tensor(1.5), 2])", None),
+    # sequences other than lists and tuples are read item by item: Python floats become the
+    # default dtype, ints int64 (torch.tensor(array.array('d', ...)) is float32)
+    ("import array; r = T.tensor(array.array('d', [1.5, 2]))", None),
+    ("import array; r = T.as_tensor(array.array('i', [1, 2]))", None),
+    ("import collections; r = T.tensor(collections.deque([1.5, 2.0]))", None),
+    ("r = T.tensor(memoryview(b'ab'))", None),
+    ("r = T.tensor(range(3))", None),
+    ("r = T.tensor((range(2), range(2)))", None),
+    ("r = T.tensor(range(3), dtype=T.float64)", None),
 ]
 
 

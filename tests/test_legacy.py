@@ -63,6 +63,14 @@ TENSOR_CASES = [
     ("r = T.Tensor(np.array([1., 2.]))", None),
     ("r = T.Tensor([])", None),
     ("r = T.Tensor(())", None),
+    # any sequence is data, as CPython's PySequence_Check says (pygcn: LongTensor(range(140)))
+    ("r = T.Tensor(range(3))", None),
+    ("r = T.Tensor(range(0))", None),
+    ("import array; r = T.Tensor(array.array('d', [1.5, 2]))", None),
+    ("import collections; r = T.Tensor(collections.deque([1, 2]))", None),
+    ("r = T.Tensor(memoryview(b'ab'))", None),
+    ("r = T.Tensor([range(2), range(2)])", None),
+    ("r = T.ones(2).new(range(3))", None),
     ("r = isinstance(T.Tensor([1]), T.Tensor)", None),
     ("r = type(T.Tensor([1])) is T.Tensor", None),
     ("a = T.ones(2); b = T.Tensor(a); a.add_(1); r = b", None),
@@ -73,6 +81,9 @@ TENSOR_CASES = [
     ("r = T.Tensor(3.5)", "new(): data must be a sequence (got float)"),
     ("r = T.Tensor(np.float64(2.5))", "new(): data must be a sequence (got numpy.float64)"),
     ("r = T.Tensor(None)", "new(): data must be a sequence (got NoneType)"),
+    ("r = T.Tensor({1, 2})", "new(): data must be a sequence (got set)"),
+    ("r = T.Tensor({1: 2})", "new(): data must be a sequence (got dict)"),
+    ("r = T.Tensor(i for i in range(2))", "new(): data must be a sequence (got generator)"),
     ("r = T.Tensor('a')", "new(): invalid data type 'str'"),
     ("r = T.Tensor([1, 'a'])", ""),
     ("r = T.Tensor(-1)", "Trying to create tensor with negative dimension -1: [-1]"),
@@ -214,6 +225,10 @@ def test_typed_classes(name):
 
 TYPED_CASES = [
     ("r = T.LongTensor([1.7, 2])", None),
+    ("r = T.LongTensor(range(200, 205))", None),
+    ("r = T.LongTensor(range(0))", None),
+    ("r = T.FloatTensor(range(3))", None),
+    ("r = T.LongTensor({1, 2})", "new(): data must be a sequence (got set)"),
     ("r = T.BoolTensor([2, 0])", None),
     ("r = T.LongTensor(T.ones(2, dtype=T.int64))", None),
     ("r = T.LongTensor(T.ones(2))", "expected TensorOptions(dtype=long int, device=cpu, "

@@ -33,7 +33,7 @@ SIGS = DATA["signatures"]
 
 # torch parameters cgrad does not have, with the reason (the parameter is not checked).
 UNSUPPORTED = {
-    "out": "cgrad has no out= arguments",
+    "out": "checked by tests/test_out_arg.py (Note [out= arguments] in cgrad/_api.py)",
     "out_dtype": "mm/bmm's output dtype (torch 2.13): not implemented",
     "generator": "cgrad has one global generator",
     "memory_format": "accepted and ignored where torch has it (one memory format)",

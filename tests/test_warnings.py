@@ -430,6 +430,28 @@ def dataloader_iterable_longer_than_its_len():
     next(batches)  # warns
 
 
+@case(r"An output with one or more elements was resized since it had shape \[3\], which does "
+      r"not match the required output shape \[2\]")
+def op_out_resized():
+    cgrad.mul(cgrad.ones(2), 2.0, out=cgrad.zeros(3))  # warns
+
+
+@case(r"Use `current_device_index` instead\.")
+def accelerator_current_device_idx():
+    try:
+        cgrad.accelerator.current_device_idx()  # warns
+    except RuntimeError:
+        pass
+
+
+@case(r"Use `set_device_index` instead\.")
+def accelerator_set_device_idx():
+    try:
+        cgrad.accelerator.set_device_idx(0)  # warns
+    except RuntimeError:
+        pass
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

@@ -538,10 +538,9 @@ _CHOLESKY_DEPRECATED = (
     "results for all valid (symmetric positive definite) inputs.")
 
 
-def _cholesky_top(input, upper=False, *, out=None):
-    """torch.cholesky (deprecated in torch, with its warning): linalg.cholesky."""
-    if out is not None:
-        raise TypeError("cgrad.cholesky: out= is not supported")
+def _cholesky_top(input, upper=False):
+    """torch.cholesky (deprecated in torch, with its warning): linalg.cholesky (out=: Note
+    [out= arguments] in cgrad/_api.py)."""
     _warn(_CHOLESKY_DEPRECATED)
     arr = _tensor(input, "cholesky")
     _check(arr, "cholesky", half_kernel="cholesky_cpu", dtype_kernel="cholesky_cpu")
@@ -680,11 +679,10 @@ _QR_DEPRECATED = (
     "Q, R = cgrad.linalg.qr(A, 'reduced' if some else 'complete')")
 
 
-def _qr_top(input, some=True, *, out=None):
+def _qr_top(input, some=True):
     """torch.qr (deprecated in torch, with its warning): linalg.qr(A, 'reduced' if some
-    else 'complete'), as torch.return_types.qr."""
-    if out is not None:
-        raise TypeError("cgrad.qr: out= is not supported")
+    else 'complete'), as torch.return_types.qr (out=: Note [out= arguments] in
+    cgrad/_api.py)."""
     _warn(_QR_DEPRECATED)
     arr = _tensor(input, "qr")
     _qr_checks(arr, "linalg.qr")
