@@ -40,7 +40,8 @@ PYTHON_IN_TORCH = {
     "method": {"norm", "split", "unflatten"} | {"unique", "unique_consecutive"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
-C_IN_TORCH_NN = {"bilinear", "gelu", "linear", "one_hot", "relu_", "softplus"}
+C_IN_TORCH_NN = {"bilinear", "conv1d", "conv2d", "gelu", "linear", "one_hot", "relu_",
+                 "softplus"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -259,6 +260,10 @@ SUMMARY = {
     "l1_loss": "Mean (or summed) absolute error between input and target.",
     "layer_norm": "Applies layer normalization over the last dimensions, given by "
                   "normalized_shape.",
+    "conv1d": "Applies a 1-D convolution (cross-correlation) over an input of shape "
+              "(N, C, L) or (C, L).",
+    "conv2d": "Applies a 2-D convolution (cross-correlation) over an input of shape "
+              "(N, C, H, W) or (C, H, W).",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -495,6 +500,11 @@ ARGS = {
     "return_inverse": "(bool) also return the index in the output of each element of "
                       "input.",
     "return_counts": "(bool) also return the number of occurrences of each output element.",
+    "stride": "(int or tuple of ints) the step between windows (default 1).",
+    "padding": "(int, tuple of ints or str) implicit zero padding on both sides, or 'valid' "
+               "(none) or 'same' (the output has the input's size).",
+    "dilation": "(int or tuple of ints) the spacing between kernel elements (default 1).",
+    "groups": "(int) the number of blocked connections from input to output channels.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -553,6 +563,10 @@ OVERRIDE = {
     ("embedding", "input"): "(LongTensor) the indices into weight.",
     ("embedding", "weight"): "(Tensor) the embedding matrix (one row per index).",
     ("one_hot", "input"): "(LongTensor) the class values.",
+    ("conv1d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
+                          "kW).",
+    ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
+                          "kH, kW).",
     ("linear", "weight"): "(Tensor) the weight, of shape (out_features, in_features).",
     ("bilinear", "weight"): "(Tensor) the weight, of shape (out, in1, in2).",
     ("nll_loss", "weight"): "(Tensor, optional) a manual rescaling weight per class.",

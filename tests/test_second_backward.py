@@ -341,6 +341,7 @@ EXPECTED: dict = {  # torch 2.13's outcome per case (regenerate: see the module 
         F.leaky_relu:F F.linear:F F.linear/constant:F F.log_softmax:F F.mse_loss:F F.nll_loss:F
         F.pad/reflect:F F.pad/replicate:F F.pad/circular:F F.relu:F F.relu_:F F.selu:F F.sigmoid:F
         F.silu:F F.smooth_l1_loss:F F.softmax:F F.softplus:F F.tanh:F
+        F.conv1d:F F.conv1d/strided:F F.conv2d:F F.conv2d/same:F
         """.split()),
     "nograd": set("""
         __and__:method __invert__:method __or__:method __rand__:method __ror__:method

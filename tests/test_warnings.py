@@ -396,6 +396,13 @@ def dataloader_iterable_longer_than_its_len():
     next(batches)  # warns
 
 
+@case(r"Using padding='same' with even kernel lengths and odd dilation may require a "
+      r"zero-padded copy of the input be created")
+def conv_same_even_kernel():
+    x = cgrad.ones(1, 1, 5, 5)
+    F.conv2d(x, cgrad.ones(1, 1, 2, 2), padding="same")  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""
