@@ -40,8 +40,8 @@ PYTHON_IN_TORCH = {
     "method": {"norm", "split", "unflatten"} | {"unique", "unique_consecutive"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
-C_IN_TORCH_NN = {"bilinear", "conv1d", "conv2d", "gelu", "linear", "one_hot", "relu_",
-                 "softplus"}
+C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
+                 "one_hot", "relu_", "softplus"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -264,6 +264,12 @@ SUMMARY = {
               "(N, C, L) or (C, L).",
     "conv2d": "Applies a 2-D convolution (cross-correlation) over an input of shape "
               "(N, C, H, W) or (C, H, W).",
+    "max_pool1d": "Applies 1-D max pooling over an input of shape (N, C, L) or (C, L).",
+    "max_pool2d": "Applies 2-D max pooling over an input of shape (N, C, H, W) or (C, H, W).",
+    "avg_pool1d": "Applies 1-D average pooling over an input of shape (N, C, L) or (C, L).",
+    "avg_pool2d": "Applies 2-D average pooling over an input of shape (N, C, H, W) or "
+                  "(C, H, W).",
+    "adaptive_avg_pool2d": "Applies 2-D average pooling to a fixed output size.",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -504,6 +510,12 @@ ARGS = {
     "padding": "(int, tuple of ints or str) implicit zero padding on both sides, or 'valid' "
                "(none) or 'same' (the output has the input's size).",
     "dilation": "(int or tuple of ints) the spacing between kernel elements (default 1).",
+    "kernel_size": "(int or tuple of ints) the size of the pooling window.",
+    "ceil_mode": "(bool) use ceil instead of floor to compute the output size.",
+    "return_indices": "(bool) also return the flat index of each maximum in its plane.",
+    "count_include_pad": "(bool) count the zero padding in the averaging divisor.",
+    "divisor_override": "(int, optional) the divisor of every window's sum.",
+    "output_size": "(int or tuple of ints) the target output size (None keeps the input's).",
     "groups": "(int) the number of blocked connections from input to output channels.",
 }
 OVERRIDE = {
@@ -563,6 +575,18 @@ OVERRIDE = {
     ("embedding", "input"): "(LongTensor) the indices into weight.",
     ("embedding", "weight"): "(Tensor) the embedding matrix (one row per index).",
     ("one_hot", "input"): "(LongTensor) the class values.",
+    ("max_pool1d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("max_pool2d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("avg_pool1d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("avg_pool2d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("max_pool1d", "padding"): "(int or tuple of ints) implicit -inf padding on both sides.",
+    ("max_pool2d", "padding"): "(int or tuple of ints) implicit -inf padding on both sides.",
+    ("avg_pool1d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("avg_pool2d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
     ("conv1d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
                           "kW).",
     ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "

@@ -380,6 +380,16 @@ add("conv2d", S(lambda m, x: (x, leaf(m, W42.reshape(2, 1, 2, 2)), leaf(m, [0.1,
                 x=X[None, None], forms={"F"}),
     S(lambda m, x: (x, c(m, X[:2, :3].reshape(2, 1, 1, 3))), lambda m, x: {"padding": "same"},
       x=X[None, None], forms={"F"}, tag="same"), table=FS)
+add("max_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 2, 1, 1), lambda m, x: {"ceil_mode": True}, x=X[None], forms={"F"},
+      tag="padded"), table=FS)
+add("max_pool1d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 2, 1, 1), lambda m, x: {"count_include_pad": False}, x=X[None],
+      forms={"F"}, tag="padded"), table=FS)
+add("avg_pool1d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("adaptive_avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 1), x=X[None], forms={"F"}, tag="mean"), table=FS)
 
 
 # -- linear algebra on square matrices -------------------------------------------------------

@@ -9,6 +9,8 @@ from cgrad.nn.modules.container import ModuleDict, ModuleList, ParameterList, Se
 from cgrad.nn.modules.conv import Conv1d, Conv2d
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
+from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                                      MaxPool2d)
 from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from cgrad.nn.modules.sparse import Embedding
 
@@ -18,4 +20,5 @@ __all__ = [
     "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Sequential", "ModuleList",
     "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
     "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv1d", "Conv2d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
 ]
