@@ -74,11 +74,17 @@ def test_float32():
 
 
 def test_max_pool_ties_and_nan_like_torch():
-    x = np.array([[[[1.0, 1.0, 2.0, 2.0], [1.0, 0.0, np.nan, 2.0]]]])
+    x = np.array([[[[1.0, 1.0, 2.0, 2.0, np.nan, 1.0], [1.0, 0.0, np.nan, 2.0, np.nan, 3.0]]]])
     tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)
     cv, ci = F.max_pool2d(cgrad.tensor(x), 2, return_indices=True)
     np.testing.assert_array_equal(ci.numpy(), ti.numpy())
     np.testing.assert_array_equal(cv.numpy(), tv.numpy())
+    xi = np.arange(30).reshape(1, 1, 5, 6) % 7
+    ti = torch.nn.functional.max_pool2d(torch.tensor(xi), 2, 1, 1, return_indices=True)
+    ci = F.max_pool2d(cgrad.tensor(xi), 2, 1, 1, return_indices=True)
+    for a, b in zip(ci, ti):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert a.dtype == cgrad.int64
 
 
 def test_gradchecks():

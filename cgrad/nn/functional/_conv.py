@@ -27,6 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from cgrad import _checks
+from cgrad._C import _wrap
 from cgrad._warn import warn as _warn
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _shape_list
@@ -61,11 +62,12 @@ def _cols(X, kh, kw, stride, padding, dilation, groups):
 
 
 def _fwd(X, Wt, stride, padding, dilation, groups):
+    """The output and the im2col columns (kept for the weight's gradient)."""
     O, Cg, kh, kw = Wt.shape
     cols, Ho, Wo = _cols(X, kh, kw, stride, padding, dilation, groups)
     w2 = Wt.reshape(groups, O // groups, Cg * kh * kw)
     out = np.matmul(w2, cols)                          # (N, G, O/G, Ho*Wo)
-    return out.reshape(X.shape[0], O, Ho, Wo)
+    return out.reshape(X.shape[0], O, Ho, Wo), cols
 
 
 def _grad_x(G, Wt, xshape, stride, padding, dilation, groups):
@@ -84,15 +86,15 @@ def _grad_x(G, Wt, xshape, stride, padding, dilation, groups):
     return dx[:, :, ph: ph + H, pw: pw + W]
 
 
-def _grad_w(X, G, wshape, stride, padding, dilation, groups):
-    O, Cg, kh, kw = wshape
-    cols, Ho, Wo = _cols(X, kh, kw, stride, padding, dilation, groups)
+def _grad_w(X, G, wshape, stride, padding, dilation, groups, cols=None):
+    O, _, kh, kw = wshape
+    if cols is None:
+        cols = _cols(X, kh, kw, stride, padding, dilation, groups)[0]
     N = X.shape[0]
-    g2 = G.reshape(N, groups, O // groups, Ho * Wo)
-    # sum over the batch and the positions: (G, O/G, N*L) @ (G, N*L, Cg*kk)
-    a = g2.transpose(1, 2, 0, 3).reshape(groups, O // groups, -1)
-    b = cols.transpose(1, 0, 3, 2).reshape(groups, -1, Cg * kh * kw)
-    return np.matmul(a, b).reshape(wshape)
+    g2 = G.reshape(N, groups, O // groups, -1)
+    # one product per sample (BLAS reads the transposed columns in place), summed over the
+    # batch: cheaper than copying both operands to (G, O/G, N*L) @ (G, N*L, Cg*kk)
+    return np.matmul(g2, cols.transpose(0, 1, 3, 2)).sum(0).reshape(wshape)
 
 
 def _as2d(a, one_d):
@@ -112,22 +114,28 @@ class _Conv(Function):
     def forward(ctx, x, w, b, params):
         stride, padding, dilation, groups, one_d = params
         X, Wt = _as2d(x._data, one_d), _as2d(w._data, one_d)
-        out = _fwd(X, Wt, stride, padding, dilation, groups)
+        out, cols = _fwd(X, Wt, stride, padding, dilation, groups)
         if b is not None:
             out += b._data.reshape(1, -1, 1, 1)
         if ctx is not None:
             nx, nw = ctx.needs_input_grad[:2]
-            ctx.save_for_backward(x if nw else None, w if nx else None)
+            # the columns serve the weight's gradient (x's version is checked on unpacking);
+            # saved, they are freed with x after the backward unless retain_graph=True
+            ctx.save_for_backward(x if nw else None, w if nx else None,
+                                  _wrap(cols) if nw else None)
             ctx._aux = (params, x._data.shape, w._data.shape)
         return _from2d(out, one_d)
 
     @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved_tensors
+        x, w, cols = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad[:3]
         p, xshape, wshape = ctx._aux
         gx = _ConvGradX.apply(g, w, xshape, p) if nx else None
-        gw = _ConvGradW.apply(x, g, wshape, p) if nw else None
+        if nw:
+            gw = _ConvGradW.apply(x, g, wshape, p, None if cols is None else cols._data)
+        else:
+            gw = None
         gb = g.sum((0, 2) if p[4] else (0, 2, 3)) if nb else None
         return gx, gw, gb, None
 
@@ -162,11 +170,11 @@ class _ConvGradW(Function):
     _node_name = "ConvolutionBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, x, g, wshape, params):
+    def forward(ctx, x, g, wshape, params, cols=None):
         stride, padding, dilation, groups, one_d = params
         ws = tuple(wshape[:2]) + ((1,) if one_d else ()) + tuple(wshape[2:])
         out = _grad_w(_as2d(x._data, one_d), _as2d(g._data, one_d), ws, stride, padding,
-                      dilation, groups)
+                      dilation, groups, cols)
         if ctx is not None:
             ctx.save_for_backward(x, g)
             ctx._aux = params
@@ -179,7 +187,7 @@ class _ConvGradW(Function):
         p = ctx._aux
         dx = _ConvGradX.apply(g, ggw, tuple(x.shape), p) if nx else None
         dg = _Conv.apply(x, ggw, None, p) if ng else None
-        return dx, dg, None, None
+        return dx, dg, None, None, None
 
 
 # -- argument handling -----------------------------------------------------------------------

@@ -46,8 +46,11 @@ def _windows(X, k, s, p, d, out, fill):
     N, C, H, W = X.shape
     need = [(o - 1) * st + dd * (kk - 1) + 1 for o, st, dd, kk in zip(out, s, d, k)]
     hi = [max(nd - n - pp, 0) for nd, n, pp in zip(need, (H, W), p)]
-    Xp = np.pad(X, ((0, 0), (0, 0), (p[0], hi[0] + p[0]), (p[1], hi[1] + p[1])),
-                constant_values=fill)
+    if p[0] or p[1] or hi[0] or hi[1]:
+        Xp = np.pad(X, ((0, 0), (0, 0), (p[0], hi[0] + p[0]), (p[1], hi[1] + p[1])),
+                    constant_values=fill)
+    else:
+        Xp = X
     s0, s1, s2, s3 = Xp.strides
     return as_strided(Xp, (N, C, out[0], out[1], k[0], k[1]),
                       (s0, s1, s2 * s[0], s3 * s[1], s2 * d[0], s3 * d[1]), writeable=False)
@@ -64,15 +67,25 @@ class _MaxPool(Function):
         unbatched = X.ndim == 3
         if unbatched:
             X = X[None]
-        N, C, _, W = X.shape
-        win = _windows(X, k, s, p, d, out, -np.inf).reshape(N, C, out[0], out[1], -1)
-        am = win.argmax(-1)
-        val = np.take_along_axis(win, am[..., None], -1)[..., 0]
-        # the flat input index of each argmax: window origin + kernel offset
-        ki, kj = np.divmod(am, k[1])
-        rows = np.arange(out[0])[:, None] * s[0] - p[0] + ki * d[0]
-        cols = np.arange(out[1])[None, :] * s[1] - p[1] + kj * d[1]
-        idx = (rows * W + cols).astype(np.int64)
+        W = X.shape[3]
+        fill = -np.inf if X.dtype.kind == "f" else np.iinfo(X.dtype).min
+        win = _windows(X, k, s, p, d, out, fill)
+        # one vectorised pass per kernel offset (kh * kw of them), no loop over pixels: a
+        # larger value or a NaN takes the place (torch's rule: the last NaN wins)
+        val = win[..., 0, 0].copy()
+        off = np.zeros(val.shape, dtype=np.int64)
+        for i in range(k[0]):
+            for j in range(k[1]):
+                if i == 0 and j == 0:
+                    continue
+                v = win[..., i, j]
+                m = v > val
+                m |= np.isnan(v)
+                np.copyto(val, v, where=m)
+                off[m] = i * d[0] * W + j * d[1]
+        rows = np.arange(out[0])[:, None] * s[0] - p[0]
+        cols = np.arange(out[1])[None, :] * s[1] - p[1]
+        idx = off + (rows * W + cols)
         val = val.astype(X.dtype, copy=False)
         if unbatched:
             val, idx = val[0], idx[0]
@@ -142,7 +155,12 @@ class _AvgPool(Function):
     def forward(ctx, x, k, s, p, out, div):
         X = x._data
         win = _windows(X if X.ndim == 4 else X[None], k, s, p, (1, 1), out, 0)
-        res = (win.sum((-2, -1)) / div).astype(X.dtype, copy=False)
+        acc = win[..., 0, 0].copy()
+        for i in range(k[0]):           # one pass per kernel offset, as the max
+            for j in range(k[1]):
+                if i or j:
+                    acc += win[..., i, j]
+        res = (acc / div).astype(X.dtype, copy=False)
         if ctx is not None:
             ctx._aux = (k, s, p, out, div, X.shape)
         return res if X.ndim == 4 else res[0]
