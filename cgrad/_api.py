@@ -270,6 +270,9 @@ SUMMARY = {
     "avg_pool2d": "Applies 2-D average pooling over an input of shape (N, C, H, W) or "
                   "(C, H, W).",
     "adaptive_avg_pool2d": "Applies 2-D average pooling to a fixed output size.",
+    "unfold": "Extracts sliding local blocks of a batched input tensor (im2col).",
+    "fold": "Combines an array of sliding local blocks into a tensor, summing overlaps "
+            "(col2im).",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -587,6 +590,13 @@ OVERRIDE = {
     ("max_pool2d", "padding"): "(int or tuple of ints) implicit -inf padding on both sides.",
     ("avg_pool1d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
     ("avg_pool2d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("unfold", "stride"): "(int or tuple of ints) the step between blocks (default 1).",
+    ("fold", "stride"): "(int or tuple of ints) the step between blocks (default 1).",
+    ("unfold", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("fold", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("unfold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
+    ("fold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
+    ("fold", "output_size"): "(int or tuple of ints) the spatial shape of the output.",
     ("conv1d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
                           "kW).",
     ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "

@@ -388,6 +388,12 @@ add("avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
     S(lambda m, x: (x, 2, 1, 1), lambda m, x: {"count_include_pad": False}, x=X[None],
       forms={"F"}, tag="padded"), table=FS)
 add("avg_pool1d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("unfold", S(lambda m, x: (x, 2), x=X[None, None], forms={"F"}),
+    S(lambda m, x: (x, (2, 3)), lambda m, x: {"padding": 1, "stride": 2}, x=X[None, None],
+      forms={"F"}, tag="strided"), table=FS)
+add("fold", S(lambda m, x: (x, (3, 4), (1, 2)),
+              x=np.concatenate([X.ravel(), X.ravel()[:6]]).reshape(1, 2, 9), forms={"F"}),
+    table=FS)
 add("adaptive_avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
     S(lambda m, x: (x, 1), x=X[None], forms={"F"}, tag="mean"), table=FS)
 

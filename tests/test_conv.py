@@ -201,3 +201,42 @@ def test_dtype_mismatch_error():
                                                   m.randn(4, 3, 3, 3, dtype=m.float64)), cgrad)
     # torch's message depends on its kernel choice; both are RuntimeErrors naming the dtypes
     assert "Double" in c and "Float" in c
+
+
+@pytest.mark.parametrize("k,d,p,s", list(itertools.product([2, (2, 3)], [1, (2, 1)], [0, 1],
+                                                            [1, (2, 3)])))
+def test_unfold_fold_like_torch(k, d, p, s):
+    x = RNG.standard_normal((2, 3, 8, 9))
+    tx, cx = torch.tensor(x, requires_grad=True), cgrad.tensor(x, requires_grad=True)
+    tu = torch.nn.functional.unfold(tx, k, d, p, s)
+    cu = F.unfold(cx, k, d, p, s)
+    np.testing.assert_allclose(cu.detach().numpy(), tu.detach().numpy(), atol=1e-12)
+    assert type(cu.grad_fn).__name__ == type(tu.grad_fn).__name__ == "Im2ColBackward0"
+    g = RNG.standard_normal(tuple(tu.shape))
+    tf = torch.nn.functional.fold(torch.tensor(g, requires_grad=True), (8, 9), k, d, p, s)
+    cg = cgrad.tensor(g, requires_grad=True)
+    cf = F.fold(cg, (8, 9), k, d, p, s)
+    np.testing.assert_allclose(cf.detach().numpy(), tf.detach().numpy(), atol=1e-12)
+    assert type(cf.grad_fn).__name__ == "Col2ImBackward0"
+    tu.backward(torch.tensor(g))
+    cu.backward(cgrad.tensor(g))
+    np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), atol=1e-12)
+
+
+def test_unfold_fold_gradchecks_and_unbatched():
+    x = cgrad.randn(2, 5, 6, dtype=cgrad.float64, requires_grad=True)
+    assert gradgradcheck(lambda x: F.unfold(x, 2, padding=1, stride=2), (x,))
+    c = cgrad.randn(2, 8, 9, dtype=cgrad.float64, requires_grad=True)
+    assert gradgradcheck(lambda c: F.fold(c, (4, 4), 2), (c,))
+    assert gradcheck(lambda c: F.fold(c[0], (4, 4), 2), (c,))
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.unfold(m.randn(2, 3, 4, 4), 5),
+    lambda m: m.nn.functional.fold(m.randn(2, 5, 9), (4, 4), 2),
+    lambda m: m.nn.functional.fold(m.randn(2, 8, 8), (4, 4), 2),
+    lambda m: m.nn.functional.fold(m.randn(8), (4, 4), 2),
+])
+def test_unfold_fold_errors(case):
+    c, t = _msg(case, cgrad)
+    assert c == t

@@ -40,7 +40,7 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
-(linear, bilinear), ``_conv`` (conv1d, conv2d), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
+(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
 ``_sparse`` (embedding, one_hot), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from cgrad.ops.shape import UnsafeView, View  # noqa: F401
 from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
                                              relu_, selu, sigmoid, silu, softmax, softplus,
                                              tanh)
-from cgrad.nn.functional._conv import conv1d, conv2d
+from cgrad.nn.functional._conv import conv1d, conv2d, fold, unfold
 from cgrad.nn.functional._dropout import dropout
 from cgrad.nn.functional._linear import bilinear, linear
 from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
@@ -80,7 +80,7 @@ __all__ = [
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
-    "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d",
+    "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds

@@ -72,13 +72,21 @@ def _fwd(X, Wt, stride, padding, dilation, groups):
 
 def _grad_x(G, Wt, xshape, stride, padding, dilation, groups):
     O, Cg, kh, kw = Wt.shape
-    N, C, H, W = xshape
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    N, C = xshape[:2]
     Ho, Wo = G.shape[2:]
     g2 = G.reshape(N, groups, O // groups, Ho * Wo)
     w2 = Wt.reshape(groups, O // groups, Cg * kh * kw)
     dcols = np.matmul(w2.transpose(0, 2, 1), g2).reshape(N, C, kh, kw, Ho, Wo)
-    dx = np.zeros((N, C, H + 2 * ph, W + 2 * pw), dtype=np.result_type(G, Wt))
+    return _col2im(dcols, xshape, stride, padding, dilation)
+
+
+def _col2im(dcols, xshape, stride, padding, dilation):
+    """Add the columns (N, C, kh, kw, Ho, Wo) back onto an (N, C, H, W) input: one strided
+    slice per kernel offset."""
+    N, C, kh, kw, Ho, Wo = dcols.shape
+    H, W = xshape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    dx = np.zeros((N, C, H + 2 * ph, W + 2 * pw), dtype=dcols.dtype)
     for i in range(kh):
         for j in range(kw):
             dx[:, :, i * dh: i * dh + sh * (Ho - 1) + 1: sh,
@@ -318,3 +326,99 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     ``ConvolutionBackward0`` node (Note [Convolution by im2col] in
     cgrad/nn/functional/_conv.py)."""
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# -- unfold / fold (im2col and col2im as functions) ------------------------------------------
+
+
+class _Unfold(Function):
+    """(N, C, H, W) -> (N, C * kh * kw, L): every kernel window as a column."""
+    _node_name = "Im2ColBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k, s, p, d):
+        X = x._data
+        cols = _cols(X, k[0], k[1], s, p, d, 1)[0]
+        if ctx is not None:
+            ctx._aux = (k, s, p, d, X.shape[2:])
+        return cols.reshape(X.shape[0], -1, cols.shape[-1])
+
+    @staticmethod
+    def backward(ctx, g):
+        k, s, p, d, hw = ctx._aux
+        return _Fold.apply(g, hw, k, s, p, d), None, None, None, None
+
+
+class _Fold(Function):
+    """(N, C * kh * kw, L) -> (N, C, H, W): the columns summed back onto the image."""
+    _node_name = "Col2ImBackward0"
+
+    @staticmethod
+    def forward(ctx, a, hw, k, s, p, d):
+        A = a._data
+        N, CK, _ = A.shape
+        C = CK // (k[0] * k[1])
+        Ho = _out_size(hw[0], k[0], s[0], p[0], d[0])
+        Wo = _out_size(hw[1], k[1], s[1], p[1], d[1])
+        out = _col2im(A.reshape(N, C, k[0], k[1], Ho, Wo), (N, C) + tuple(hw), s, p, d)
+        if ctx is not None:
+            ctx._aux = (k, s, p, d)
+        return np.ascontiguousarray(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_Unfold.apply(g, *ctx._aux),) + (None,) * 5
+
+
+def _pairs(kernel_size, dilation, padding, stride):
+    return tuple(_tuple(v, 2, name) for v, name in ((kernel_size, "kernel_size"),
+                                                    (dilation, "dilation"),
+                                                    (padding, "padding"), (stride, "stride")))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding blocks (im2col): ``(N, C, H, W)`` or ``(C, H, W)`` to
+    ``(N, C * kh * kw, L)`` (``Im2ColBackward0``)."""
+    _checks.check_tensor(input, "unfold")
+    k, d, p, s = _pairs(kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and non-zero dimensions for input, but got: "
+                           f"{_shape_list(input.shape)}")
+    if input.dim() == 3:
+        return unfold(input.unsqueeze(0), k, d, p, s).squeeze(0)
+    H, W = input.shape[2:]
+    oh, ow = (_out_size(H, k[0], s[0], p[0], d[0]), _out_size(W, k[1], s[1], p[1], d[1]))
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({k[0]}, "
+                           f"{k[1]}), dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), "
+                           f"calculated shape of the array of sliding blocks as ({oh}, {ow}), "
+                           f"but its components must be at least one.")
+    return _Unfold.apply(input, k, s, p, d)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combine sliding blocks (col2im, overlaps summed): ``(N, C * kh * kw, L)`` or
+    ``(C * kh * kw, L)`` to ``(N, C, *output_size)`` (``Col2ImBackward0``)."""
+    _checks.check_tensor(input, "fold")
+    hw = _tuple(output_size, 2, "output_size")
+    k, d, p, s = _pairs(kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{_shape_list(input.shape)}")
+    if input.dim() == 2:
+        return fold(input.unsqueeze(0), hw, k, d, p, s).squeeze(0)
+    ck, n = input.shape[1], input.shape[2]
+    if ck % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={ck} and "
+                           f"kernel_size=({k[0]}, {k[1]}).")
+    oh, ow = (_out_size(hw[0], k[0], s[0], p[0], d[0]), _out_size(hw[1], k[1], s[1], p[1], d[1]))
+    if oh * ow != n:
+        raise RuntimeError(f"Given output_size=({hw[0]}, {hw[1]}), kernel_size=({k[0]}, "
+                           f"{k[1]}), dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), "
+                           f"stride=({s[0]}, {s[1]}), expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {oh} * {ow} = "
+                           f"{oh * ow}, but got input.size(2)={n}.")
+    return _Fold.apply(input, hw, k, s, p, d)
