@@ -240,3 +240,16 @@ def test_unfold_fold_gradchecks_and_unbatched():
 def test_unfold_fold_errors(case):
     c, t = _msg(case, cgrad)
     assert c == t
+
+
+@pytest.mark.parametrize("name,args", [("Unfold", (2,)), ("Unfold", ((2, 3), 2, 1, 2)),
+                                       ("Fold", ((4, 5), 2)), ("Fold", (4, (2, 3), 1, 0, 2))])
+def test_fold_modules(name, args):
+    tm, cm = getattr(torch.nn, name)(*args), getattr(nn, name)(*args)
+    assert repr(cm) == repr(tm)
+    shape = (2, 3, 7, 8) if name == "Unfold" else tuple(
+        torch.nn.functional.unfold(torch.zeros(1, 3, 4, 4 if args[0] == 4 else 5),
+                                   *args[1:]).shape)
+    x = RNG.standard_normal(shape)
+    np.testing.assert_allclose(cm(cgrad.tensor(x)).numpy(), tm(torch.tensor(x)).numpy(),
+                               atol=1e-12)

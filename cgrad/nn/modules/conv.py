@@ -1,4 +1,5 @@
-"""Conv1d and Conv2d (over F.conv1d / F.conv2d), with torch's parameters, init and repr."""
+"""Conv1d and Conv2d (over F.conv1d / F.conv2d), with torch's parameters, init and repr;
+Unfold and Fold (over F.unfold / F.fold)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ from cgrad.nn import init
 from cgrad.nn.modules.module import Module
 from cgrad.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "Fold", "Unfold"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -121,3 +122,41 @@ class Conv1d(_ConvNd):
 class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C_in, H, W)``: weight ``(C_out, C_in/groups, kh, kw)``."""
     _nd = 2
+
+
+class Unfold(Module):
+    """Sliding blocks of ``(N, C, H, W)`` as columns ``(N, C * kh * kw, L)`` (F.unfold)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """Columns ``(N, C * kh * kw, L)`` summed back into ``(N, C, *output_size)`` (F.fold)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
