@@ -273,6 +273,8 @@ SUMMARY = {
     "unfold": "Extracts sliding local blocks of a batched input tensor (im2col).",
     "fold": "Combines an array of sliding local blocks into a tensor, summing overlaps "
             "(col2im).",
+    "interpolate": "Resizes the spatial dims of input by size or scale_factor (mode "
+                   "'nearest').",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -597,6 +599,14 @@ OVERRIDE = {
     ("unfold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
     ("fold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
     ("fold", "output_size"): "(int or tuple of ints) the spatial shape of the output.",
+    ("interpolate", "size"): "(int or tuple of ints, optional) the output spatial size.",
+    ("interpolate", "scale_factor"): "(float or tuple of floats, optional) the multiplier of "
+                                     "the spatial size.",
+    ("interpolate", "mode"): "(str) the algorithm; only 'nearest' is implemented.",
+    ("interpolate", "align_corners"): "(bool, optional) for the interpolating modes only.",
+    ("interpolate", "recompute_scale_factor"): "(bool, optional) index by the computed size "
+                                               "rather than the given scale_factor.",
+    ("interpolate", "antialias"): "(bool) for the interpolating modes only.",
     ("conv1d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
                           "kW).",
     ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "

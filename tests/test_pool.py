@@ -145,3 +145,25 @@ def test_errors_like_torch(case):
         case(cgrad)
     assert type(ce.value).__name__ == type(te.value).__name__
     assert str(ce.value) == re.sub(r"\s*\(Triggered internally.*", "", str(te.value))
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((2, 3, 5, 7), {"size": (9, 4)}), ((2, 3, 5, 7), {"scale_factor": 2}),
+    ((2, 3, 5, 7), {"scale_factor": 1.7}), ((2, 3, 5, 7), {"scale_factor": (0.5, 2.3)}),
+    ((2, 3, 7), {"size": 10}), ((2, 3, 7), {"scale_factor": 2.5}),
+    ((2, 3, 5, 7), {"scale_factor": 1.7, "recompute_scale_factor": True}),
+    ((2, 3, 6, 6), {"size": 4}),
+])
+def test_interpolate_nearest(shape, kw):
+    _cmp("interpolate", shape, **kw)
+
+
+def test_interpolate_gradcheck_and_upsample_module():
+    x = cgrad.tensor(RNG.standard_normal((1, 2, 3, 4)), requires_grad=True)
+    assert gradgradcheck(lambda x: F.interpolate(x, scale_factor=1.5), (x,))
+    for args in ({"scale_factor": 2}, {"size": (3, 4)}, {"size": 5}):
+        tm, cm = torch.nn.Upsample(**args), nn.Upsample(**args)
+        assert repr(cm) == repr(tm)
+    x = RNG.standard_normal((2, 3, 4, 5))
+    np.testing.assert_array_equal(nn.Upsample(scale_factor=2)(cgrad.tensor(x)).numpy(),
+                                  torch.nn.Upsample(scale_factor=2)(torch.tensor(x)).numpy())

@@ -399,7 +399,8 @@ EXPECTED["error1"] |= set("""
     heaviside:fn heaviside:method heaviside_:method
     """.split())
 EXPECTED["ok"] |= set("""
-    F.adaptive_avg_pool2d/mean:F F.fold:F F.unfold:F F.unfold/strided:F
+    F.adaptive_avg_pool2d/mean:F F.fold:F F.unfold:F F.unfold/strided:F F.interpolate:F
+    F.interpolate/1d:F
     """.split())
 EXPECTED["ok"] |= set("""
     deg2rad:fn deg2rad:method deg2rad_:method frac:fn frac:method frac_:method lerp/scalar:fn

@@ -71,7 +71,7 @@ from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entrop
 from cgrad.nn.functional._normalization import batch_norm, layer_norm
 from cgrad.nn.functional._padding import pad
 from cgrad.nn.functional._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d,
-                                          max_pool1d, max_pool2d)
+                                          interpolate, max_pool1d, max_pool2d)
 from cgrad.nn.functional._sparse import embedding, one_hot
 
 __all__ = [
@@ -80,7 +80,7 @@ __all__ = [
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
-    "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold",
+    "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds

@@ -1,6 +1,8 @@
 """Pooling of cgrad.nn.functional: ``max_pool1d/2d`` (``MaxPool2DWithIndicesBackward0``),
 ``avg_pool1d/2d`` (``AvgPool2DBackward0``), ``adaptive_avg_pool2d``
-(``AdaptiveAvgPool2DBackward0``). 1-D forms are the 2-D ones over a height of 1 (torch: a
+(``AdaptiveAvgPool2DBackward0``), and ``interpolate`` with mode='nearest'
+(``UpsampleNearest1DBackward0``/``UpsampleNearest2DBackward0``: a gather, as max pooling's
+gradient is a scatter). 1-D forms are the 2-D ones over a height of 1 (torch: a
 ``SqueezeBackward1`` on top).
 
 Windows are strided views of the padded input (no copy, no loop over pixels). The max's
@@ -11,6 +13,7 @@ backward works.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -347,3 +350,64 @@ def adaptive_avg_pool2d(input, output_size):
         raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for \'{input.dtype}\'')
     return _AdaptiveAvg.apply(input, _adaptive_matrix(H, oh, dt), _adaptive_matrix(W, ow, dt))
 
+
+
+class _UpsampleNearest(_Gather):
+    """Nearest-neighbour upsampling: a gather of the source pixel of each output pixel; its
+    gradient adds each output's gradient back onto its source (_MaxUnpoolAdd)."""
+    _node_name = "UpsampleNearest2DBackward0"
+
+
+class _UpsampleNearest1d(_Gather):
+    _node_name = "UpsampleNearest1DBackward0"
+
+
+def _nearest_index(n, o, scale):
+    """torch's 'nearest': source floor(dst * scale), scale = in / out or 1 / scale_factor."""
+    s = n / o if scale is None else 1.0 / scale
+    return np.minimum(np.floor(np.arange(o) * np.float32(s)).astype(np.int64), n - 1)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of ``(N, C, L)`` or ``(N, C, H, W)``. Only ``mode='nearest'``
+    is implemented (``UpsampleNearest1DBackward0`` / ``UpsampleNearest2DBackward0``)."""
+    _checks.check_tensor(input, "interpolate")
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented in cgrad "
+                                  f"(only 'nearest')")
+    if align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    nd = input.dim() - 2
+    if nd not in (1, 2):
+        raise NotImplementedError(f"interpolate: {input.dim()}-D inputs are not implemented in "
+                                  f"cgrad (3-D and 4-D are)")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined" if size is None else
+                         "only one of size or scale_factor should be defined")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        sizes = (size,) * nd if isinstance(size, numbers.Integral) else tuple(size)
+        scales = (None,) * nd
+    else:
+        sc = ((scale_factor,) * nd if isinstance(scale_factor, numbers.Number)
+              else tuple(scale_factor))
+        sizes = tuple(math.floor(n * f) for n, f in zip(spatial, sc))
+        scales = (None,) * nd if recompute_scale_factor else sc
+    if len(sizes) != nd:
+        raise ValueError(f"Input and output must have the same number of spatial dimensions, "
+                         f"but got input with spatial dimensions of {list(spatial)} and output "
+                         f"size of {list(sizes)}. Please provide input tensor in (N, C, d1, "
+                         f"d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+    N, C = input.shape[:2]
+    if nd == 1:
+        iw = _nearest_index(spatial[0], sizes[0], scales[0])
+        # the gather works on planes of the last two dims: (C, L) here, so the channel's
+        # offset is part of the index
+        idx = np.broadcast_to(np.arange(C)[:, None] * spatial[0] + iw, (N, C, sizes[0]))
+        return _UpsampleNearest1d.apply(input, np.ascontiguousarray(idx))
+    ih = _nearest_index(spatial[0], sizes[0], scales[0])
+    iw = _nearest_index(spatial[1], sizes[1], scales[1])
+    idx = np.broadcast_to(ih[:, None] * spatial[1] + iw[None, :], (N, C) + tuple(sizes))
+    return _UpsampleNearest.apply(input, np.ascontiguousarray(idx))

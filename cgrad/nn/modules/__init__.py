@@ -10,7 +10,7 @@ from cgrad.nn.modules.conv import Conv1d, Conv2d, Fold, Unfold
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
 from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
-                                      MaxPool2d)
+                                      MaxPool2d, Upsample)
 from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from cgrad.nn.modules.sparse import Embedding
 
@@ -21,4 +21,5 @@ __all__ = [
     "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
     "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv1d", "Conv2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "Unfold", "Fold",
+    "Upsample",
 ]
