@@ -41,7 +41,8 @@ PYTHON_IN_TORCH = {
     "method": {"norm", "split", "unflatten"} | {"unique", "unique_consecutive"},
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
-C_IN_TORCH_NN = {"bilinear", "gelu", "linear", "one_hot", "relu_", "softplus"}
+C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
+                 "one_hot", "relu_", "softplus"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -260,6 +261,21 @@ SUMMARY = {
     "l1_loss": "Mean (or summed) absolute error between input and target.",
     "layer_norm": "Applies layer normalization over the last dimensions, given by "
                   "normalized_shape.",
+    "conv1d": "Applies a 1-D convolution (cross-correlation) over an input of shape "
+              "(N, C, L) or (C, L).",
+    "conv2d": "Applies a 2-D convolution (cross-correlation) over an input of shape "
+              "(N, C, H, W) or (C, H, W).",
+    "max_pool1d": "Applies 1-D max pooling over an input of shape (N, C, L) or (C, L).",
+    "max_pool2d": "Applies 2-D max pooling over an input of shape (N, C, H, W) or (C, H, W).",
+    "avg_pool1d": "Applies 1-D average pooling over an input of shape (N, C, L) or (C, L).",
+    "avg_pool2d": "Applies 2-D average pooling over an input of shape (N, C, H, W) or "
+                  "(C, H, W).",
+    "adaptive_avg_pool2d": "Applies 2-D average pooling to a fixed output size.",
+    "unfold": "Extracts sliding local blocks of a batched input tensor (im2col).",
+    "fold": "Combines an array of sliding local blocks into a tensor, summing overlaps "
+            "(col2im).",
+    "interpolate": "Resizes the spatial dims of input by size or scale_factor (mode "
+                   "'nearest').",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -496,6 +512,17 @@ ARGS = {
     "return_inverse": "(bool) also return the index in the output of each element of "
                       "input.",
     "return_counts": "(bool) also return the number of occurrences of each output element.",
+    "stride": "(int or tuple of ints) the step between windows (default 1).",
+    "padding": "(int, tuple of ints or str) implicit zero padding on both sides, or 'valid' "
+               "(none) or 'same' (the output has the input's size).",
+    "dilation": "(int or tuple of ints) the spacing between kernel elements (default 1).",
+    "kernel_size": "(int or tuple of ints) the size of the pooling window.",
+    "ceil_mode": "(bool) use ceil instead of floor to compute the output size.",
+    "return_indices": "(bool) also return the flat index of each maximum in its plane.",
+    "count_include_pad": "(bool) count the zero padding in the averaging divisor.",
+    "divisor_override": "(int, optional) the divisor of every window's sum.",
+    "output_size": "(int or tuple of ints) the target output size (None keeps the input's).",
+    "groups": "(int) the number of blocked connections from input to output channels.",
 }
 OVERRIDE = {
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -554,6 +581,37 @@ OVERRIDE = {
     ("embedding", "input"): "(LongTensor) the indices into weight.",
     ("embedding", "weight"): "(Tensor) the embedding matrix (one row per index).",
     ("one_hot", "input"): "(LongTensor) the class values.",
+    ("max_pool1d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("max_pool2d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("avg_pool1d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("avg_pool2d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                              "(default kernel_size).",
+    ("max_pool1d", "padding"): "(int or tuple of ints) implicit -inf padding on both sides.",
+    ("max_pool2d", "padding"): "(int or tuple of ints) implicit -inf padding on both sides.",
+    ("avg_pool1d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("avg_pool2d", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("unfold", "stride"): "(int or tuple of ints) the step between blocks (default 1).",
+    ("fold", "stride"): "(int or tuple of ints) the step between blocks (default 1).",
+    ("unfold", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("fold", "padding"): "(int or tuple of ints) implicit zero padding on both sides.",
+    ("unfold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
+    ("fold", "kernel_size"): "(int or tuple of ints) the size of the sliding blocks.",
+    ("fold", "output_size"): "(int or tuple of ints) the spatial shape of the output.",
+    ("interpolate", "size"): "(int or tuple of ints, optional) the output spatial size.",
+    ("interpolate", "scale_factor"): "(float or tuple of floats, optional) the multiplier of "
+                                     "the spatial size.",
+    ("interpolate", "mode"): "(str) the algorithm; only 'nearest' is implemented.",
+    ("interpolate", "align_corners"): "(bool, optional) for the interpolating modes only.",
+    ("interpolate", "recompute_scale_factor"): "(bool, optional) index by the computed size "
+                                               "rather than the given scale_factor.",
+    ("interpolate", "antialias"): "(bool) for the interpolating modes only.",
+    ("conv1d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
+                          "kW).",
+    ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
+                          "kH, kW).",
     ("linear", "weight"): "(Tensor) the weight, of shape (out_features, in_features).",
     ("bilinear", "weight"): "(Tensor) the weight, of shape (out, in1, in2).",
     ("nll_loss", "weight"): "(Tensor, optional) a manual rescaling weight per class.",

@@ -372,6 +372,32 @@ add("cross_entropy", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}),
     S(lambda m, x: (x, c(m, np.abs(Y) / np.abs(Y).sum(1, keepdims=True))), forms={"F"},
       tag="probs"), table=FS)
 add("nll_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
+add("conv1d", S(lambda m, x: (x, leaf(m, X[:2, :, None].repeat(2, 2)[:, :3] * 0.5),
+                              leaf(m, [0.1, -0.3])), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, c(m, X[:2, :3, None]), None, 2, 1), x=X[None], forms={"F"},
+      tag="strided"), table=FS)
+add("conv2d", S(lambda m, x: (x, leaf(m, W42.reshape(2, 1, 2, 2)), leaf(m, [0.1, -0.3])),
+                x=X[None, None], forms={"F"}),
+    S(lambda m, x: (x, c(m, X[:2, :3].reshape(2, 1, 1, 3))), lambda m, x: {"padding": "same"},
+      x=X[None, None], forms={"F"}, tag="same"), table=FS)
+add("max_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 2, 1, 1), lambda m, x: {"ceil_mode": True}, x=X[None], forms={"F"},
+      tag="padded"), table=FS)
+add("max_pool1d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 2, 1, 1), lambda m, x: {"count_include_pad": False}, x=X[None],
+      forms={"F"}, tag="padded"), table=FS)
+add("avg_pool1d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("unfold", S(lambda m, x: (x, 2), x=X[None, None], forms={"F"}),
+    S(lambda m, x: (x, (2, 3)), lambda m, x: {"padding": 1, "stride": 2}, x=X[None, None],
+      forms={"F"}, tag="strided"), table=FS)
+add("fold", S(lambda m, x: (x, (3, 4), (1, 2)),
+              x=np.concatenate([X.ravel(), X.ravel()[:6]]).reshape(1, 2, 9), forms={"F"}),
+    table=FS)
+add("interpolate", S(lambda m, x: (x, None, 2), x=X[None, None], forms={"F"}),
+    S(lambda m, x: (x, 5), x=X[None], forms={"F"}, tag="1d"), table=FS)
+add("adaptive_avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
+    S(lambda m, x: (x, 1), x=X[None], forms={"F"}, tag="mean"), table=FS)
 
 
 # -- linear algebra on square matrices -------------------------------------------------------

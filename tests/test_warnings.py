@@ -452,6 +452,13 @@ def accelerator_set_device_idx():
         pass
 
 
+@case(r"Using padding='same' with even kernel lengths and odd dilation may require a "
+      r"zero-padded copy of the input be created")
+def conv_same_even_kernel():
+    x = cgrad.ones(1, 1, 5, 5)
+    F.conv2d(x, cgrad.ones(1, 1, 2, 2), padding="same")  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

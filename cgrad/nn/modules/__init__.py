@@ -6,8 +6,11 @@ from cgrad.nn.modules.activation import (ELU, GELU, SELU, LeakyReLU, LogSoftmax,
 from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss,
                                    MSELoss, NLLLoss)
 from cgrad.nn.modules.container import ModuleDict, ModuleList, ParameterList, Sequential
+from cgrad.nn.modules.conv import Conv1d, Conv2d, Fold, Unfold
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
+from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                                      MaxPool2d, Upsample)
 from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from cgrad.nn.modules.sparse import Embedding
 
@@ -16,5 +19,7 @@ __all__ = [
     "SiLU", "Sigmoid", "Tanh", "Softplus", "Softmax", "LogSoftmax", "L1Loss", "MSELoss",
     "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Sequential", "ModuleList",
     "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
-    "BatchNorm1d", "BatchNorm2d", "Embedding",
+    "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv1d", "Conv2d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "Unfold", "Fold",
+    "Upsample",
 ]
