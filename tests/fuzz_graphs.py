@@ -724,13 +724,17 @@ def _bshape(a, b):
 
 
 class _Storage:
-    __slots__ = ("consumed", "saved_out", "leafrg", "writes")
+    """What the generator knows about one storage. shaky: an entry may or may not share it,
+    depending on the library (a reshape of a tensor whose layout differs between cgrad and
+    torch is a view in one and a copy in the other), so nothing writes into it any more."""
+    __slots__ = ("consumed", "saved_out", "leafrg", "writes", "shaky")
 
     def __init__(self, leafrg=False):
         self.consumed = False
         self.saved_out = False
         self.leafrg = leafrg
         self.writes = 0
+        self.shaky = False
 
 
 class _Gen:
@@ -1187,6 +1191,22 @@ class _Gen:
             out[self.i(0, len(out) - 1)] = -1
         return shape_out, tuple(out)
 
+    def _maybe_copy(self, k, shape):
+        """M for reshape/flatten of pool entry k that is not known to be C-contiguous: a view
+        or a copy, as its strides allow. Both libraries decide alike when they agree on k's
+        layout (contig False); when they may not (contig None: a mixed-layout binary op, see
+        g_binary) the result may alias k in one library and not in the other, so its layout
+        is unknown too and its storage is never written again (a write to k or to the result
+        would show in the other in one library only)."""
+        m = self.meta[k]
+        out = self.fresh(shape, m.iv, m.rg)     # may copy: treat as new storage...
+        out.stor, out.base = m.stor, m.base     # ...but it may alias too
+        out.overlap = m.overlap         # (an expand's reshape to its shape is a view)
+        if m.contig is None:
+            out.contig = None
+            self.stor[m.stor].shaky = True
+        return out
+
     def g_view(self):
         k = self.operand(maxn=512)
         if k is None:
@@ -1217,9 +1237,7 @@ class _Gen:
             if c == "view" and (m.contig is None or not m.contig and not self.coin(0.1)):
                 c = "reshape"
             if c == "reshape" and not m.contig:
-                out = self.fresh(shape_out, m.iv, m.rg)   # may copy: treat as new storage...
-                out.stor, out.base = m.stor, m.base       # ...but it may alias too
-                out.overlap = m.overlap       # (an expand's reshape to its shape is a view)
+                out = self._maybe_copy(k, shape_out)
             else:
                 out = self.view_of(k, shape_out)
             form = self.pick([0, 1, 2])
@@ -1260,9 +1278,7 @@ class _Gen:
             s1 = self.i(s0, nd - 1)
             shape = sh[:s0] + (int(np.prod(sh[s0:s1 + 1])),) + sh[s1 + 1:]
             if not m.contig and s1 > s0:
-                out = self.fresh(shape, m.iv, m.rg)
-                out.stor, out.base = m.stor, m.base
-                out.overlap = m.overlap
+                out = self._maybe_copy(k, shape)
             else:
                 out = self.view_of(k, shape)
             self.emit("meth", "flatten", (R(k), s0, s1), outs=[out])
@@ -1424,11 +1440,11 @@ class _Gen:
         expanded view for setitem: torch's index_put_ writes through one without complaint
         (a value per memory location, whichever element comes last), cgrad raises torch's
         "more than one element of the written-to tensor" error, as torch's other in-place
-        ops do."""
+        ops do. Never one whose storage is shaky (see _maybe_copy), not even a bad step."""
         bad = self.allow_bad
 
         def ok(m):
-            if setitem and m.overlap:
+            if setitem and m.overlap or self.stor[m.stor].shaky:
                 return False
             if bad:
                 return True
