@@ -1493,3 +1493,52 @@ def test_fuzzer_never_writes_into_a_reshape_of_an_unknown_layout():
         targets.add(g._inplace_target(setitem=True))
     assert c not in targets and outs[0] not in targets
     assert {known, outs[1], a, b} <= targets       # a known layout may still be written
+
+
+# --------------------------------------------------------------------------------------
+# Double backward through std where the std is 0 (a constant row): cgrad's backward avoided
+# the division by zero (g / where(std == 0, 1, std)), torch's std_backward divides and masks
+# afterwards, (g / (2 std)).masked_fill_(std == 0, 0), so the second backward sends a zero
+# gradient into g / 0 and gets NaN (0 * inf) there, which a vector norm over the std then
+# spreads to the other rows. cgrad's second-order gradient was finite where torch's is NaN.
+# Fuzzer: t7 = clamp_max(t0, 0.25).narrow(...); t11 = t7.std(-1, keepdim=True);
+# vector_norm(t11, ord=3, dim=2, keepdim=True), double backward.
+
+
+def _std_zero_double_backward(lib):
+    t0 = _f64(lib, [[[[0.5, 1.0], [0.1, -0.2]]]], requires_grad=True)
+    t7 = lib.clamp_max(t0, 0.25).narrow(3, 0, 2)
+    t11 = t7.std(-1, keepdim=True)                   # [0, 0.21]: the first row is constant
+    y = lib.linalg.vector_norm(t11, ord=3, dim=2, keepdim=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g, = lib.autograd.grad(y, [t0], _f64(lib, [[[[0.6]]]]), create_graph=True)
+        w = _f64(lib, np.array([0.5, -1.0, 0.25, 2.0]).reshape(1, 1, 2, 2))
+        h, = lib.autograd.grad((g * w).sum(), [t0])
+    return g.detach().numpy(), h.numpy()
+
+
+def test_std_backward_at_zero_std_double_backward_matches_torch():
+    g, h = _std_zero_double_backward(cgrad)
+    np.testing.assert_allclose(g, [[[[0.0, 0.0], [0.3 * 2 ** 0.5, -0.3 * 2 ** 0.5]]]],
+                               rtol=1e-12)
+    np.testing.assert_array_equal(np.isnan(h), [[[[False, False], [True, True]]]])
+    torch = _torch()
+    tg, th = _std_zero_double_backward(torch)
+    np.testing.assert_allclose(g, tg, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(h, th, rtol=1e-12, atol=1e-15, equal_nan=True)
+
+
+def _std_first_order(lib):
+    x = _f64(lib, [[0.25, 0.25, 0.25], [1.0, 0.0, 2.0]], requires_grad=True)
+    x.std(1).backward(_f64(lib, [0.3, -0.7]))
+    return x.grad.numpy()
+
+
+def test_std_backward_at_zero_std_first_order_is_zero():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no NumPy warning from the 0 / 0
+        g = _std_first_order(cgrad)
+    np.testing.assert_array_equal(g[0], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(g, _std_first_order(_torch()), rtol=1e-12)
+

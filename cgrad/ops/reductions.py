@@ -714,9 +714,10 @@ class Std(Function):
         shape = x._data.shape
         g = _restore(g, shape, dims, keepdim)
         res = _restore(out, shape, dims, keepdim)
-        zero = res._data == 0
-        gv = g / (_mask_fill(res, zero, 1.0) * 2.0)
-        gv = _mask_fill(gv, zero, 0.0)
+        # torch's std_backward: the division by a zero std is masked afterwards, not avoided,
+        # so a double backward puts NaN where torch's does (a zero gradient into g / 0)
+        with _errstate():
+            gv = _mask_fill(g / (res * 2.0), res._data == 0, 0.0)
         scale = 2.0 / dof if dof > 0 else _INF
         return _centered(x, dims) * (gv * scale), None, None, None
 
