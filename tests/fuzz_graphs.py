@@ -1435,16 +1435,16 @@ class _Gen:
         return tuple(items)
 
     # --- in-place ----------------------------------------------------------------------
-    def _inplace_target(self, setitem=False):
+    def _inplace_target(self, index_put=False):
         """A float entry that may be modified in place (rarely one that may not). Never an
-        expanded view for setitem: torch's index_put_ writes through one without complaint
-        (a value per memory location, whichever element comes last), cgrad raises torch's
-        "more than one element of the written-to tensor" error, as torch's other in-place
-        ops do. Never one whose storage is shaky (see _maybe_copy), not even a bad step."""
+        expanded view for an advanced-index assignment (index_put): torch and cgrad write
+        through one with a deprecation warning, but several elements of the value may land
+        in one memory location, and which one stays is unspecified. Never one whose storage
+        is shaky (see _maybe_copy), not even a bad step."""
         bad = self.allow_bad
 
         def ok(m):
-            if setitem and m.overlap or self.stor[m.stor].shaky:
+            if index_put and m.overlap or self.stor[m.stor].shaky:
                 return False
             if bad:
                 return True
@@ -1470,8 +1470,10 @@ class _Gen:
         rg = False
         saves = False
         ng = self.coin(0.03) and not self.fd
-        if op in ("zero_", "fill_", "masked_fill_") and m.overlap:
-            return False    # torch writes through an expanded view here (deprecated); cgrad raises
+        # (an expanded target, only for a bad step: zero_, fill_ and masked_fill_ write
+        # through it, and under autograd its CopySlices raises in the backward; the other
+        # ops raise the overlap error, as its basic-index assignments where the region has
+        # repeats: Note [Expanded memory] in cgrad/ops/inplace.py)
 
         def alias_ok(mm):
             # An operand sharing memory with the written tensor: only where torch's overlap
@@ -1555,14 +1557,14 @@ class _Gen:
         return True
 
     def g_setitem(self):
-        k = self._inplace_target(setitem=True)
+        how = self.i(0, 3)
+        k = self._inplace_target(index_put=how >= 2)
         if k is None:
             return False
         m = self.meta[k]
         sh = m.shape
         if not sh:
             return False
-        how = self.i(0, 3)
         if how <= 1:
             idx = self._basic_index(sh)
             if Ellipsis not in idx and len([x for x in idx if x is not None]) > len(sh):

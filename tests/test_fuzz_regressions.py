@@ -1490,7 +1490,7 @@ def test_fuzzer_never_writes_into_a_reshape_of_an_unknown_layout():
         g.r.seed(seed)
         g.allow_bad = seed % 2 == 0                # not even a deliberately bad step
         targets.add(g._inplace_target())
-        targets.add(g._inplace_target(setitem=True))
+        targets.add(g._inplace_target(index_put=True))
     assert c not in targets and outs[0] not in targets
     assert {known, outs[1], a, b} <= targets       # a known layout may still be written
 
