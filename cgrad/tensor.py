@@ -560,7 +560,10 @@ class Tensor(_C.TensorBase):
         if a > b:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={a} > to={b}")
-        np.copyto(self._data, _rng().uniform(a, b, size=self._data.shape), casting="unsafe")
+        values = _rng().uniform(a, b, size=self._data.shape)
+        if _inplace.needs_record(self):      # as torch: recorded, the gradient to self is 0
+            return _inplace.record(self, lambda s: _inplace.UniformFill.apply(s, values), False)
+        np.copyto(self._data, values, casting="unsafe")
         self._bump_version()
         return self
 
@@ -571,8 +574,10 @@ class Tensor(_C.TensorBase):
         _inplace.check_overlap(self)
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        np.copyto(self._data, _rng().normal(mean, std, size=self._data.shape),
-                  casting="unsafe")
+        values = _rng().normal(mean, std, size=self._data.shape)
+        if _inplace.needs_record(self):
+            return _inplace.record(self, lambda s: _inplace.NormalFill.apply(s, values), False)
+        np.copyto(self._data, values, casting="unsafe")
         self._bump_version()
         return self
 

@@ -1676,10 +1676,8 @@ def _expanded_write(lib, view, op, mode):
     return "writes", values, grad, sorted({str(w.message).split(". ")[0] for w in caught})
 
 
-# (not uniform_ under autograd: torch records it, a CopySlices, and cgrad does not)
 _EXP_CASES = [(op, view, mode) for op in sorted(_EXP_OPS) for view in sorted(_EXP_VIEWS)
-              for mode in ("plain", "detached", "autograd")
-              if not (op == "uniform_" and mode == "autograd")]
+              for mode in ("plain", "detached", "autograd")]
 
 
 @pytest.mark.parametrize("op,view,mode", _EXP_CASES, ids="-".join)
@@ -1722,3 +1720,33 @@ def test_expanded_grad_attribute_is_not_summed_into_in_place():
     cgrad.nn.utils.clip_grad_value_([p], 3.5)
     assert p.grad.numpy().tolist() == [[3.0] * 3, [3.5] * 3] and s.numpy().tolist() == \
         [[3.0], [4.0]]
+
+
+# --------------------------------------------------------------------------------------
+# uniform_ and normal_ under autograd were not recorded: they wrote the values and left the
+# tensor's history as it was, so the gradient flowed through the overwritten values (found
+# while testing in-place ops on expanded views). torch records UniformBackward0 /
+# NormalBackward0 (zero gradient to the old values), through CopySlices on a view.
+
+
+def _random_fill_grad(lib, op):
+    leaf = _f64(lib, np.ones((2, 3)), requires_grad=True)
+    x = leaf * 1
+    getattr(x, op)()
+    y = leaf * 1
+    getattr(y[:, 1], op)()
+    names = (type(x.grad_fn).__name__, type(y.grad_fn).__name__)
+    (x.sum() + (y * 2).sum()).backward()
+    z = leaf * 1
+    with lib.no_grad():
+        getattr(z, op)()                # not recorded
+    return names, leaf.grad.numpy().tolist(), type(z.grad_fn).__name__
+
+
+@pytest.mark.parametrize("op", ["uniform_", "normal_"])
+def test_random_fills_are_recorded_under_autograd(op):
+    names, grad, plain = _random_fill_grad(cgrad, op)
+    assert names == ({"uniform_": "UniformBackward0", "normal_": "NormalBackward0"}[op],
+                     "CopySlices")
+    assert grad == [[2.0, 0.0, 2.0]] * 2 and plain == "MulBackward0"
+    assert _random_fill_grad(_torch(), op) == (names, grad, plain)

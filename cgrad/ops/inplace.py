@@ -455,6 +455,26 @@ def _zeros(g):
     return _wrap(np.zeros_like(g._data))
 
 
+class UniformFill(Function):
+    """uniform_ under autograd: the values drawn (given); they do not depend on self."""
+    _node_name = "UniformBackward0"
+
+    @staticmethod
+    def forward(ctx, a, values):
+        out = np.empty_like(a._data)
+        np.copyto(out, values, casting="unsafe")
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros(g), None
+
+
+class NormalFill(UniformFill):
+    """normal_ under autograd."""
+    _node_name = "NormalBackward0"
+
+
 class Fill(Function):
     """fill_(number): the result does not depend on self."""
     _node_name = "FillBackward2"
