@@ -1750,3 +1750,69 @@ def test_random_fills_are_recorded_under_autograd(op):
                      "CopySlices")
     assert grad == [[2.0, 0.0, 2.0]] * 2 and plain == "MulBackward0"
     assert _random_fill_grad(_torch(), op) == (names, grad, plain)
+
+
+# --------------------------------------------------------------------------------------
+# Result layouts that differed from torch's, so that view() of the result raised in one
+# library only (or a later reshape was a view in one and a copy in the other). Found while
+# shrinking a fuzzer mismatch (its model had lost a permuted layout through `t + 0.5`):
+# - scalar ** t: torch's result is C-contiguous, cgrad's followed t's layout;
+# - flip: torch's follows its input's layout (preserve_format), cgrad's was C-contiguous;
+# - cat: torch's is C-contiguous (channels-last when every input suggests it), cgrad's
+#   followed its inputs' memory order;
+# - amax/amin, prod, logsumexp, vector_norm over a permuted input: torch's result is
+#   C-contiguous, cgrad's followed the input (its other reductions were already C);
+# - roll of a channels-last 4-D tensor stays channels-last in torch.
+
+_LAYOUT_INPUTS = {
+    "permuted": lambda L: _f64(L, np.arange(1.0, 25.0).reshape(2, 3, 4) / 10).permute(2, 0, 1),
+    "channels_last": lambda L: _f64(L, np.arange(1.0, 49.0).reshape(2, 2, 3, 4) / 10).permute(
+        0, 3, 1, 2),
+    "sliced": lambda L: _f64(L, np.arange(1.0, 49.0).reshape(4, 3, 4) / 10)[::2, :, 1:],
+    "transposed": lambda L: _f64(L, np.arange(1.0, 13.0).reshape(3, 4) / 10).t(),
+}
+
+_LAYOUT_OPS = {
+    "rpow": lambda L, x: 2.0 ** x,
+    "rpow_fn": lambda L, x: L.pow(2.0, x),
+    "flip": lambda L, x: x.flip(0),
+    "flip_last": lambda L, x: x.flip(-1),
+    "cat": lambda L, x: L.cat([x, x], 0),
+    "cat_last": lambda L, x: L.cat([x, x.contiguous()], -1),
+    "amax": lambda L, x: x.amax(-1, keepdim=True),
+    "amin": lambda L, x: x.amin(0),
+    "prod": lambda L, x: x.prod(1, keepdim=True),
+    "logsumexp": lambda L, x: x.logsumexp(1, keepdim=True),
+    "vector_norm": lambda L, x: L.linalg.vector_norm(x, 3, dim=1, keepdim=True),
+    "norm": lambda L, x: x.norm(dim=-1, keepdim=True),
+    "roll": lambda L, x: x.roll(1, 0),
+    "roll_flat": lambda L, x: x.roll(3),
+}
+
+
+def _layout(lib, op, inp):
+    y = _LAYOUT_OPS[op](lib, _LAYOUT_INPUTS[inp](lib))
+    strides = y.stride() if lib.__name__ == "torch" else tuple(
+        s // 8 for s in y.numpy().strides)
+    try:
+        y.view(-1)
+        viewable = True
+    except RuntimeError:
+        viewable = False
+    # strides of size-1 dimensions are arbitrary
+    return tuple(y.shape), viewable, tuple(s for n, s in zip(y.shape, strides) if n > 1)
+
+
+@pytest.mark.parametrize("inp", sorted(_LAYOUT_INPUTS))
+@pytest.mark.parametrize("op", sorted(_LAYOUT_OPS))
+def test_result_layout_matches_torch(op, inp):
+    assert _layout(cgrad, op, inp) == _layout(_torch(), op, inp)
+
+
+def test_result_layouts_without_torch():
+    x = _LAYOUT_INPUTS["permuted"](cgrad)
+    for y in (2.0 ** x, cgrad.cat([x, x]), x.amax(-1, keepdim=True), x.prod(1, keepdim=True),
+              x.logsumexp(1, keepdim=True), x.norm(dim=-1, keepdim=True)):
+        y.view(-1)                          # C-contiguous, as torch's
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.flip(0).view(-1)                  # permuted, as torch's

@@ -12,6 +12,7 @@ import numpy as np
 from cgrad.ops.promotion import torch_type_name as _tname
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops._util import contiguous_result
 from cgrad.ops.linalg import _check_float, _check_matrix
 from cgrad.ops.decompositions import svdvals
 from cgrad.ops.linalg import _tn
@@ -48,7 +49,7 @@ class VectorNorm(Function):
                 out = np.sum(np.abs(arr), axis=ax, keepdims=keepdim)
             else:
                 out = np.sum(np.abs(arr) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-        out = np.asarray(out, dtype=arr.dtype)
+        out = contiguous_result(np.asarray(out, dtype=arr.dtype), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)

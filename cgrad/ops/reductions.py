@@ -368,7 +368,7 @@ class Prod(Function):
         arr = a._data
         dt = np.int64 if arr.dtype.kind in "bui" else None
         out = np.prod(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim, dtype=dt)
-        out = np.asarray(out)
+        out = contiguous_result(np.asarray(out), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -428,7 +428,8 @@ class _EvenReduce(Function):
             raise IndexError(f"{cls._name}(): Expected reduction dim "
                              f"{next(d for d in dims if arr.shape[d] == 0)} to have non-zero "
                              "size.")
-        out = np.asarray(cls._np(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim))
+        out = contiguous_result(np.asarray(cls._np(arr, axis=_axis(dims, arr.ndim),
+                                                  keepdims=keepdim)), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -772,6 +773,7 @@ class Logsumexp(Function):
         out = _lse_keep(arr, ax)
         if not keepdim:
             out = np.squeeze(out, axis=ax) if arr.ndim else out.reshape(())
+        out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
