@@ -188,8 +188,8 @@ def check_cast(self, out_dtype):
 def _check_view(self):
     """A view op's output that is not registered as a view (_base is None) but whose memory
     another array holds: an in-place op would change that array behind autograd's back.
-    An output that only looks like a view (einsum's result is a view of a temporary nobody
-    else holds: the base's only references are this array's and the call's) is fine."""
+    An output that only looks like a view (a NumPy view of a temporary nobody else holds:
+    the base's only references are this array's and the call's) is fine."""
     gf = self.grad_fn
     if (gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None
             and sys.getrefcount(self._data.base) > 2):
