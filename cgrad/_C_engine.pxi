@@ -543,6 +543,17 @@ cdef int _accumulate_node(AccumulateGrad acc, object g, bint owned,
     return 0
 
 
+cdef inline bint _internal_overlap(cnp.ndarray a) noexcept:
+    """A dimension of size > 1 and stride 0 (an expanded view, whose memory is writable:
+    Note [Expanded memory] in ops/inplace.py): a sum in place would add into one element
+    several times."""
+    cdef int d
+    for d in range(cnp.PyArray_NDIM(a)):
+        if cnp.PyArray_STRIDE(a, d) == 0 and cnp.PyArray_DIM(a, d) > 1:
+            return True
+    return False
+
+
 cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_graph) except -1:
     """The read-modify-write of var.grad (under Note [Accumulation lock])."""
     if type(g) is _sparse_cls or type(var._grad) is _sparse_cls:     # sparse:
@@ -563,7 +574,7 @@ cdef int _accumulate_locked(TensorBase var, object g, bint owned, bint create_gr
             a = (<TensorBase>cur)._data
             b = (<TensorBase>g)._data
             if (cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) and a.shape == b.shape
-                    and a.dtype == b.dtype):
+                    and a.dtype == b.dtype and not _internal_overlap(<cnp.ndarray>a)):
                 if not _dl_iadd(a, b):          # Note [Direct loops]
                     _quiet_add(a, b, a)
                 _bump(<TensorBase>cur)
@@ -621,6 +632,7 @@ cdef PyObject *_cb_add(void *state, PyObject *a, PyObject *b, int a_owned) excep
         x = ta._data
         y = tb._data
         if (a_owned and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>x)
+                and not _internal_overlap(<cnp.ndarray>x)
                 and _same_shape(<cnp.ndarray>x, <cnp.ndarray>y)
                 and (cnp.PyArray_DESCR(<cnp.ndarray>x) == cnp.PyArray_DESCR(<cnp.ndarray>y)
                      or x.dtype == y.dtype)):

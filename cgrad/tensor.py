@@ -628,7 +628,8 @@ class Tensor(_C.TensorBase):
 
     def zero_(self):
         return _inplace.apply_inplace(self, lambda a: a.fill(0), (),
-                                      lambda s: _inplace.Zero.apply(s), False)
+                                      lambda s: _inplace.Zero.apply(s), False,
+                                      internal_check=False)   # Note [Expanded memory]
 
     def fill_(self, value):
         if not isinstance(value, (_C.TensorBase,) + _Scalar + (builtins.complex,)):
@@ -639,11 +640,13 @@ class Tensor(_C.TensorBase):
                 raise RuntimeError(
                     "fill_ only supports 0-dimension value tensor but got tensor with "
                     f"{value.ndim} dimensions.")
+            # torch's fill_ with a tensor value checks the overlap (it is a copy_)
             return _inplace.apply_inplace(
                 self, lambda a, v: a.fill(v), (value,),
                 lambda s: _inplace.FillTensor.apply(s, value), False)
         return _inplace.apply_inplace(self, lambda a, v: a.fill(v), (value,),
-                                      lambda s: _inplace.Fill.apply(s, value), False)
+                                      lambda s: _inplace.Fill.apply(s, value), False,
+                                      internal_check=False)   # Note [Expanded memory]
 
     def copy_(self, other, non_blocking=False):
         src = other
@@ -663,11 +666,13 @@ class Tensor(_C.TensorBase):
 
     def masked_fill_(self, mask, value):
         _inplace.check_mask_fill(self, mask, value, "masked_fill_")
+        _inplace.warn_masked_fill_expanded(self)           # Note [Expanded memory]
         return _inplace.apply_inplace(
             self, lambda a, m, v: np.copyto(a, v, where=np.broadcast_to(m, a.shape),
                                             casting="unsafe"),
             (mask, value), lambda s: _masked_fill(s, mask, value), False,
-            overlap_check=False)          # torch does not check masked_fill_'s value
+            overlap_check=False,          # torch does not check masked_fill_'s value
+            internal_check=False)
 
     def __setitem__(self, idx, value):
         _inplace.setitem(self, idx, value)

@@ -757,13 +757,17 @@ def _bshape(a, b):
 
 
 class _Storage:
-    __slots__ = ("consumed", "saved_out", "leafrg", "writes")
+    """What the generator knows about one storage. shaky: an entry may or may not share it,
+    depending on the library (a reshape of a tensor whose layout differs between cgrad and
+    torch is a view in one and a copy in the other), so nothing writes into it any more."""
+    __slots__ = ("consumed", "saved_out", "leafrg", "writes", "shaky")
 
     def __init__(self, leafrg=False):
         self.consumed = False
         self.saved_out = False
         self.leafrg = leafrg
         self.writes = 0
+        self.shaky = False
 
 
 class _Gen:
@@ -957,11 +961,14 @@ class _Gen:
         if src is None or self.coin(0.3):
             return self.new_leaf(self.sub_shape(), "pos")
         m = self.meta[src]
+        # (a one-tensor op keeps its input's layout in both libraries)
         s = self.emit("fn", "sigmoid", (R(src),), outs=[self.fresh(m.shape, _mono(_sig)(m.iv),
-                                                                   m.rg, saves_out=True)],
+                                                                   m.rg, saves_out=True,
+                                                                   contig=m.contig)],
                       uses=[src])[0]
         iv = _iv_add(self.meta[s].iv, (0.5, 0.5))
-        return self.emit("opr", "add", (R(s), 0.5), outs=[self.fresh(m.shape, iv, m.rg)],
+        return self.emit("opr", "add", (R(s), 0.5), outs=[self.fresh(m.shape, iv, m.rg,
+                                                                     contig=m.contig)],
                          uses=[s])[0]
 
     def operand(self, pred=None, maxn=256):
@@ -1032,7 +1039,8 @@ class _Gen:
             step = ("meth", "clip", (R(k),), {"min": a}, (max(lo, a), max(hi, a)))
         kind, name, args, kw, iv = step
         iv = (min(iv), max(iv))
-        self.emit(kind, name, args, kw, outs=[self.fresh(m.shape, iv, m.rg)], uses=[k])
+        self.emit(kind, name, args, kw, outs=[self.fresh(m.shape, iv, m.rg, contig=m.contig)],
+                  uses=[k])
         return True
 
     def g_binary(self):
@@ -1117,8 +1125,8 @@ class _Gen:
             else:
                 c = round(float(self.rng.uniform(-1, 1)), 2)
                 args = (mask, R(a), c) if self.coin(0.5) else (mask, c, R(a))
-                out = self.fresh(shape if False else _bshape(ma.shape, mask.shape),
-                                 _iv_union(A, (c, c)), ma.rg)
+                out = self.fresh(_bshape(ma.shape, mask.shape), _iv_union(A, (c, c)), ma.rg,
+                                 contig=True if ma.contig is True else None)
                 self.emit("fn", "where", args, outs=[out], uses=[a])
             return True
         if name == "clamp_t":
@@ -1197,7 +1205,8 @@ class _Gen:
                     name = {"div": "truediv"}.get(name, name)
             if form == "meth" and args[0].__class__ is not R:
                 form = "fn"
-        out = self.fresh(m.shape, iv, m.rg)
+        # the result keeps the operand's layout, but scalar ** t is C-contiguous (both libs)
+        out = self.fresh(m.shape, iv, m.rg, contig=True if which == 9 else m.contig)
         self.emit(form, name, args, outs=[out], uses=[k])
         return True
 
@@ -1231,6 +1240,22 @@ class _Gen:
             out[self.i(0, len(out) - 1)] = -1
         return shape_out, tuple(out)
 
+    def _maybe_copy(self, k, shape):
+        """M for reshape/flatten of pool entry k that is not known to be C-contiguous: a view
+        or a copy, as its strides allow. Both libraries decide alike when they agree on k's
+        layout (contig False); when they may not (contig None: a mixed-layout binary op, see
+        g_binary) the result may alias k in one library and not in the other, so its layout
+        is unknown too and its storage is never written again (a write to k or to the result
+        would show in the other in one library only)."""
+        m = self.meta[k]
+        out = self.fresh(shape, m.iv, m.rg)     # may copy: treat as new storage...
+        out.stor, out.base = m.stor, m.base     # ...but it may alias too
+        out.overlap = m.overlap         # (an expand's reshape to its shape is a view)
+        if m.contig is None:
+            out.contig = None
+            self.stor[m.stor].shaky = True
+        return out
+
     def g_view(self):
         k = self.operand(maxn=512)
         if k is None:
@@ -1261,9 +1286,7 @@ class _Gen:
             if c == "view" and (m.contig is None or not m.contig and not self.coin(0.1)):
                 c = "reshape"
             if c == "reshape" and not m.contig:
-                out = self.fresh(shape_out, m.iv, m.rg)   # may copy: treat as new storage...
-                out.stor, out.base = m.stor, m.base       # ...but it may alias too
-                out.overlap = m.overlap       # (an expand's reshape to its shape is a view)
+                out = self._maybe_copy(k, shape_out)
             else:
                 out = self.view_of(k, shape_out)
             form = self.pick([0, 1, 2])
@@ -1304,9 +1327,7 @@ class _Gen:
             s1 = self.i(s0, nd - 1)
             shape = sh[:s0] + (int(np.prod(sh[s0:s1 + 1])),) + sh[s1 + 1:]
             if not m.contig and s1 > s0:
-                out = self.fresh(shape, m.iv, m.rg)
-                out.stor, out.base = m.stor, m.base
-                out.overlap = m.overlap
+                out = self._maybe_copy(k, shape)
             else:
                 out = self.view_of(k, shape)
             self.emit("meth", "flatten", (R(k), s0, s1), outs=[out])
@@ -1463,16 +1484,16 @@ class _Gen:
         return tuple(items)
 
     # --- in-place ----------------------------------------------------------------------
-    def _inplace_target(self, setitem=False):
+    def _inplace_target(self, index_put=False):
         """A float entry that may be modified in place (rarely one that may not). Never an
-        expanded view for setitem: torch's index_put_ writes through one without complaint
-        (a value per memory location, whichever element comes last), cgrad raises torch's
-        "more than one element of the written-to tensor" error, as torch's other in-place
-        ops do."""
+        expanded view for an advanced-index assignment (index_put): torch and cgrad write
+        through one with a deprecation warning, but several elements of the value may land
+        in one memory location, and which one stays is unspecified. Never one whose storage
+        is shaky (see _maybe_copy), not even a bad step."""
         bad = self.allow_bad
 
         def ok(m):
-            if setitem and m.overlap:
+            if index_put and m.overlap or self.stor[m.stor].shaky:
                 return False
             if bad:
                 return True
@@ -1499,8 +1520,10 @@ class _Gen:
         rg = False
         saves = False
         ng = self.coin(0.03) and not self.fd
-        if op in ("zero_", "fill_", "masked_fill_") and m.overlap:
-            return False    # torch writes through an expanded view here (deprecated); cgrad raises
+        # (an expanded target, only for a bad step: zero_, fill_ and masked_fill_ write
+        # through it, and under autograd its CopySlices raises in the backward; the other
+        # ops raise the overlap error, as its basic-index assignments where the region has
+        # repeats: Note [Expanded memory] in cgrad/ops/inplace.py)
 
         def alias_ok(mm):
             # An operand sharing memory with the written tensor: only where torch's overlap
@@ -1585,14 +1608,14 @@ class _Gen:
         return True
 
     def g_setitem(self):
-        k = self._inplace_target(setitem=True)
+        how = self.i(0, 3)
+        k = self._inplace_target(index_put=how >= 2)
         if k is None:
             return False
         m = self.meta[k]
         sh = m.shape
         if not sh:
             return False
-        how = self.i(0, 3)
         if how <= 1:
             idx = self._basic_index(sh)
             if Ellipsis not in idx and len([x for x in idx if x is not None]) > len(sh):
@@ -2106,23 +2129,26 @@ class _Gen:
         rg = any(self.meta[j].rg for j in set(sel))
         iv = _iv_union(*[self.meta[j].iv for j in set(sel)])
         uses = sorted(set(sel))
+        cat_lay, stack_lay = self._joined_layout(uses)
         if kind == "cat":
             d = self.i(-len(sh), len(sh) - 1)
             shape = list(sh)
             shape[d] *= w
             self.emit("fn", self.pick(["cat", "cat", "concat"]), (refs, d),
-                      outs=[self.fresh(tuple(shape), iv, rg)], uses=uses)
+                      outs=[self.fresh(tuple(shape), iv, rg, contig=cat_lay)], uses=uses)
         elif kind == "stack":
             d = self.i(0, len(sh))
             shape = sh[:d] + (w,) + sh[d:]
             self.emit("fn", "stack", (refs,), {"dim": d} if d else {},
-                      outs=[self.fresh(shape, iv, rg)], uses=uses)
+                      outs=[self.fresh(shape, iv, rg, contig=stack_lay)], uses=uses)
         elif kind == "hstack":
             shape = np.hstack([np.empty(sh)] * w).shape
-            self.emit("fn", "hstack", (refs,), outs=[self.fresh(shape, iv, rg)], uses=uses)
+            self.emit("fn", "hstack", (refs,), outs=[self.fresh(shape, iv, rg,
+                                                                contig=cat_lay)], uses=uses)
         elif kind == "vstack":
             shape = np.vstack([np.empty(sh)] * w).shape
-            self.emit("fn", "vstack", (refs,), outs=[self.fresh(shape, iv, rg)], uses=uses)
+            self.emit("fn", "vstack", (refs,), outs=[self.fresh(shape, iv, rg,
+                                                                contig=cat_lay)], uses=uses)
         elif kind == "broadcast_tensors":
             keep = tuple(sorted({0, w // 2, w - 1}))
             outs = [self.view_of(sel[p], sh, contig=False,
@@ -2151,12 +2177,14 @@ class _Gen:
         m = self.meta[t]
         sh = m.shape
         # near-one operands: 1 + 0.001 * tanh(t), and a near-one leaf
-        th = self.emit("fn", "tanh", (R(t),), outs=[self.fresh(sh, (-1.0, 1.0), m.rg, True)],
-                       uses=[t])[0]
+        lay = m.contig                  # (one-tensor ops: the layout is kept)
+        th = self.emit("fn", "tanh", (R(t),), outs=[self.fresh(sh, (-1.0, 1.0), m.rg, True,
+                                                               contig=lay)], uses=[t])[0]
         sc = self.emit("opr", "mul", (R(th), 0.001),
-                       outs=[self.fresh(sh, (-1e-3, 1e-3), m.rg)], uses=[th])[0]
+                       outs=[self.fresh(sh, (-1e-3, 1e-3), m.rg, contig=lay)], uses=[th])[0]
         n1 = self.emit("opr", "add", (R(sc), 1.0),
-                       outs=[self.fresh(sh, (1 - 1e-3, 1 + 1e-3), m.rg)], uses=[sc])[0]
+                       outs=[self.fresh(sh, (1 - 1e-3, 1 + 1e-3), m.rg, contig=lay)],
+                       uses=[sc])[0]
         cands = [n1]
         if self.coin(0.5):
             cands.append(self.new_leaf(sh, "near1"))
@@ -2168,8 +2196,10 @@ class _Gen:
         iv = (red * (1 - 1e-3) ** w, red * (1 + 1e-3) ** w)
         shape = sh[:len(out)]
         rg = any(self.meta[j].rg for j in set(sel))
+        # (einsum's layout rule, g_einsum: unknown when an operand's is not C-contiguous)
+        contig = True if all(self.meta[j].contig is True for j in set(sel)) else None
         self.emit("fn", "einsum", (eq,) + tuple(R(j) for j in sel),
-                  outs=[self.fresh(shape, iv, rg)], uses=sorted(set(sel)))
+                  outs=[self.fresh(shape, iv, rg, contig=contig)], uses=sorted(set(sel)))
         return True
 
     def g_small_list(self):
@@ -2203,25 +2233,31 @@ class _Gen:
             shape[d] = sum(self.meta[o].shape[d] for o in ops)
             self.emit("fn", "cat", ([R(o) for o in ops], d),
                       outs=[self.fresh(tuple(shape), _iv_union(*[self.meta[o].iv for o in ops]),
-                                       self.rg_of(*ops))], uses=ops)
+                                       self.rg_of(*ops), contig=self._joined_layout(ops)[0])],
+                      uses=ops)
         elif c == "stack":
             b = self.partner(k, exact=True)
             d = self.i(-len(sh) - 1, len(sh))
             shape = np.stack([np.empty(sh)] * 2, axis=d).shape
             self.emit("fn", "stack", ([R(k), R(b)], d),
                       outs=[self.fresh(shape, _iv_union(m.iv, self.meta[b].iv),
-                                       self.rg_of(k, b))], uses=[k, b])
+                                       self.rg_of(k, b), contig=self._joined_layout([k, b])[1])],
+                      uses=[k, b])
         elif c == "flip":
             ds = tuple(sorted(set(self.i(0, len(sh) - 1) for _ in range(self.i(1, 2)))))
+            # (torch's preserve_format, as cgrad's: the input's layout)
             self.emit("meth", "flip", (R(k), ds) if self.coin(0.5) else (R(k),) + ds,
-                      outs=[self.fresh(sh, m.iv, m.rg)], uses=[k])
+                      outs=[self.fresh(sh, m.iv, m.rg, contig=m.contig)], uses=[k])
         elif c == "roll":
             if self.coin(0.5):
                 args = (R(k), self.i(-3, 3), self.i(0, len(sh) - 1))
             else:
                 args = (R(k), self.i(-5, 5))
+            # C-contiguous, or channels-last like a channels-last input: cgrad and torch
+            # agree where they agree on the input's layout
             self.emit(self.pick(["fn", "meth"]), "roll", args,
-                      outs=[self.fresh(sh, m.iv, m.rg)], uses=[k])
+                      outs=[self.fresh(sh, m.iv, m.rg,
+                                       contig=None if m.contig is None else True)], uses=[k])
         elif c in ("tile", "repeat"):
             reps = tuple(self.i(1, 2) for _ in range(len(sh) + (1 if c == "repeat" and
                                                                  self.coin(0.5) else 0)))
@@ -2269,6 +2305,15 @@ class _Gen:
             shape = np.atleast_2d(np.empty(sh)).shape
             self.emit("fn", "atleast_2d", (R(k),), outs=[self.view_of(k, shape)])
         return True
+
+    def _joined_layout(self, ops):
+        """(cat's, stack's) result layout for these operands: cat is C-contiguous in both
+        libraries (channels-last when every operand is, which they agree on where they agree
+        on the operands' layouts); stack of channels-last operands is not C-contiguous in
+        torch and is in cgrad, so it is known only when every operand is C-contiguous."""
+        known = all(self.meta[o].contig is not None for o in ops)
+        return (True if known else None,
+                True if all(self.meta[o].contig is True for o in ops) else None)
 
     # --- custom Functions --------------------------------------------------------------
     def g_custom(self):
@@ -2325,19 +2370,21 @@ class _Gen:
                           outs=[self.fresh(shape, ivs[p], rg, contig=lay) for p in keep],
                           uses=[k, b])
             return True
+        lay = m.contig      # (their forwards are one-tensor ops: the input's layout is kept)
         if name == "TanhOut":
             self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, _mono(math.tanh)(A), m.rg,
-                                                            saves_out=True)], uses=[k])
+                                                            saves_out=True, contig=lay)],
+                      uses=[k])
         elif name == "NonDiff":
             keep = (0, 1) if self.coin(0.7) else (0,)
-            outs = [self.fresh(m.shape, _iv_scale(A, 2.0), m.rg),
-                    self.fresh(m.shape, _iv_scale(A, 3.0), False)][:len(keep)]
+            outs = [self.fresh(m.shape, _iv_scale(A, 2.0), m.rg, contig=lay),
+                    self.fresh(m.shape, _iv_scale(A, 3.0), False, contig=lay)][:len(keep)]
             if len(keep) == 2:
                 outs[1].isleaf = True
             self.emit("cf", name, (R(k),), keep=keep, outs=outs, uses=[k])
         elif name == "Once":
-            self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, (-1.0, 1.0), m.rg)],
-                      uses=[k])
+            self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, (-1.0, 1.0), m.rg,
+                                                            contig=lay)], uses=[k])
         elif name == "Setup":
             kk = self.pick([2, 0.5, 300])
             if kk == 300:
@@ -2347,15 +2394,15 @@ class _Gen:
             iv = _iv_add(_iv_scale(A, kk), _iv_scale(_iv_powk(A, 2), sc))
             if not _ok(iv):
                 return False
-            self.emit("cf", name, (R(k), kk), kw, outs=[self.fresh(m.shape, iv, m.rg)],
-                      uses=[k])
+            self.emit("cf", name, (R(k), kk), kw, outs=[self.fresh(m.shape, iv, m.rg,
+                                                                   contig=lay)], uses=[k])
         elif name == "Identity":
             out = self.view_of(k, m.shape)
             out.cmeta = True
             self.emit("cf", name, (R(k),), outs=[out], uses=[k])
         else:
-            self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, _iv_scale(A, 2.0), m.rg)],
-                      uses=[k])
+            self.emit("cf", name, (R(k),), outs=[self.fresh(m.shape, _iv_scale(A, 2.0), m.rg,
+                                                            contig=lay)], uses=[k])
         return True
 
     # --- hooks -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -438,15 +439,15 @@ def test_double_backward_matches_torch(case, torch):
         shape = tuple(run(case, torch, *[torch.tensor(a) for a in arrays]).shape)
     v = rng.standard_normal(shape)
     w = [rng.standard_normal(a.shape) for a in arrays]
-    ours = _second_order(cgrad, case, arrays, v, w)
+    with warnings.catch_warnings():
+        # torch's double backward of norm at the zero vector and of std where it is 0 is NaN
+        # (0 * inf inside its masked formula), and cgrad's is too (the same formula); NumPy
+        # warns where the second backward divides by that zero
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = _second_order(cgrad, case, arrays, v, w)
     theirs = _second_order(torch, case, arrays, v, w)
     for a, b in zip(ours, theirs):
-        if case.domain == "zerovec":
-            # torch's double backward of norm at the zero vector is NaN (0 * inf inside its
-            # masked formula); cgrad's masks also the derivative: finite, 0
-            assert np.all(np.isfinite(a))
-            b = np.where(np.isnan(b), 0.0, b)
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10, equal_nan=True)
 
 
 @pytest.mark.parametrize("case", OPS, ids=IDS)
@@ -663,12 +664,18 @@ def test_norm_gradient_at_zero_is_zero_no_nan():
     assert x.grad is None           # torch: no gradient for p=0
 
 
-def test_norm_double_backward_at_zero_is_finite():
+def test_norm_double_backward_at_a_zero_element_as_torch():
+    # torch's norm_backward: |x| ** (p - 1) has an infinite derivative at x = 0 for p < 2,
+    # which the double backward multiplies by sgn(0) = 0: NaN there, finite elsewhere; so is
+    # x * |x| ** (p - 2) for 2 < p < 3; p = 3 is smooth at 0 (tests/test_fuzz_regressions.py)
     x = cgrad.tensor([0.0, 1.0, -2.0], requires_grad=True)
     for p in (0.5, 1.5, 3):
         (g,) = cgrad.autograd.grad(x.norm(p), x, create_graph=True)
-        (h,) = cgrad.autograd.grad(g.sum(), x)
-        assert np.all(np.isfinite(np_of(h))), p
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            (h,) = cgrad.autograd.grad(g.sum(), x)
+        h = np_of(h)
+        assert np.isnan(h[0]) == (p < 2) and np.all(np.isfinite(h[1:])), p
 
 
 def test_std_gradient_where_std_is_zero():

@@ -459,6 +459,24 @@ def conv_same_even_kernel():
     F.conv2d(x, cgrad.ones(1, 1, 2, 2), padding="same")  # warns
 
 
+@case(r"Use of masked_fill_ on expanded tensors is deprecated")
+def masked_fill_expanded():
+    t = cgrad.tensor([[0.5], [0.6]]).expand(2, 3)
+    t.masked_fill_(cgrad.tensor([[True, False, False], [False, True, False]]), 1.0)  # warns
+
+
+@case(r"Use of index_put_ on expanded tensors is deprecated")
+def index_put_expanded():
+    t = cgrad.tensor([[0.5], [0.6]]).expand(2, 3)
+    t[cgrad.tensor([0])] = 2.0  # warns
+
+
+@case(r"Use of masked_fill_ on expanded tensors is deprecated")
+def mask_assignment_expanded():
+    t = cgrad.tensor([[0.5], [0.6]]).expand(2, 3)
+    t[cgrad.tensor([True, False])] = 3.0  # warns
+
+
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from cgrad._warn import warn as _warn
+from cgrad.ops import inplace as _inplace
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -28,7 +29,9 @@ def _gen(generator):
 
 
 def _write(tensor, values):
-    """Copy values into the tensor's storage (casting to its dtype) and bump its version."""
+    """Copy values into the tensor's storage (casting to its dtype) and bump its version; an
+    expanded tensor raises torch's overlap error (Note [Expanded memory], ops/inplace.py)."""
+    _inplace.check_overlap(tensor)
     np.copyto(tensor._data, values, casting="unsafe")
     tensor._bump_version()
     return tensor

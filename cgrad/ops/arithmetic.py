@@ -18,6 +18,7 @@ import numpy as np
 
 from cgrad._C import TensorBase, _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops._util import contiguous_result
 from cgrad.ops.promotion import (_Number, _as_result, _cast, _errstate, _operand, _promote_div,
                                  _raw, _to_tensor, promote, result_type)
 from cgrad.ops.promotion import _scalar_tensor
@@ -370,6 +371,7 @@ class RPow(Function):
             out = np.power(s, x)
         if out.dtype is not x.dtype:
             out = promote(out, x, s)
+        out = contiguous_result(out, x)        # torch's result is C-contiguous here
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(out, a)      # torch's PowBackward2 saves both

@@ -302,6 +302,38 @@ class Einsum(Function):
         return tuple(grads)
 
 
+# Note [Views of a temporary]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch's einsum with a contraction ends with a view of its bmm's result (ViewBackward0), and
+# a 2-D @ N-D matmul whose transposed product is contiguous ends with the transpose of it
+# (TransposeBackward0): the result is a view of a temporary nobody else holds. That shows
+# when the result is modified in place: the temporary is rebased through CopySlices and the
+# view regenerated, so the view's own node, with the hooks registered on the result before
+# the op, is on no path from then on (the hooks run only for gradients reaching the old value
+# through other uses). cgrad builds the same two steps: the contraction (EinsumBmm,
+# MatMulTransposeBase in ops/linalg.py), then a view of it (EinsumView, a transpose), so its
+# in-place machinery (Note [In-place on a view] in ops/inplace.py) does what torch does.
+
+
+class EinsumBmm(Einsum):
+    """einsum's contraction: torch's bmm, of whose result einsum returns a view."""
+    _node_name = "BmmBackward0"
+    _cg_composite = False
+
+
+class EinsumView(Function):
+    """The view torch's einsum ends with: the contraction's result itself.  d/da = g."""
+    _node_name = "ViewBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a._data.view()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class EinsumMul(Einsum):
     """Several operands, no summed subscript (torch ends with a mul)."""
     _node_name = "MulBackward0"
@@ -430,8 +462,10 @@ def einsum(*args):
         return _einsum_chain(subs, out, operands)
     if num == 1:
         cls = EinsumSum if contraction else EinsumPermute
+    elif contraction:               # Note [Views of a temporary]
+        return EinsumView.apply(EinsumBmm.apply((subs, out, to_long), *operands))
     else:
-        cls = Einsum if contraction else EinsumMul
+        cls = EinsumMul
     return cls.apply((subs, out, to_long), *operands)
 
 
@@ -460,6 +494,9 @@ def _einsum_chain(subs, out, operands):
             res = "".join(c for c in dict.fromkeys(cur_sub + sk) if c in keep)
         contraction = len(set(cur_sub + sk)) > len(res)
         cls = Einsum if contraction else EinsumMul
+        if k == n - 1 and contraction:      # Note [Views of a temporary]
+            return EinsumView.apply(EinsumBmm.apply(((cur_sub, sk), res, False), cur,
+                                                    operands[k]))
         cur = cls.apply(((cur_sub, sk), res, False), cur, operands[k])
         cur_sub = res
     return cur

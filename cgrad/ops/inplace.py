@@ -31,7 +31,8 @@ as flat indices into the base (a C-contiguous base; other bases raise NotImpleme
 as do in-place ops on views whose base already has views on it modified elsewhere only in
 the sense that those other views keep their old history). A view of a leaf that requires
 grad raises torch's error; a view whose elements overlap (expand) raises torch's
-"more than one element of the written-to tensor refers to a single memory location".
+"more than one element of the written-to tensor refers to a single memory location", except
+for the ops torch lets write through it (Note [Expanded memory]).
 """
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ except ImportError:     # NumPy < 2
 
 from cgrad import _C
 from cgrad._C import _wrap
+from cgrad._warn import warn as _warn
 from cgrad.autograd.function import Function
 from cgrad.ops.promotion import torch_type_name
 from cgrad.ops.indexing import float_index_data, fold_ellipses
@@ -88,14 +90,53 @@ _OVERLAP_MSG = ("unsupported operation: more than one element of the written-to 
                 "operation.")
 
 
+def has_internal_overlap(a):
+    """torch's has_internal_overlap(t) == YES for an array: a dimension of size > 1 with
+    stride 0 (an expanded view), so that several elements are one memory location."""
+    for n, st in zip(a.shape, a.strides):
+        if st == 0 and n > 1:
+            return True
+    return False
+
+
 def check_overlap(self):
     """torch's check before writing into a tensor in place: none of its elements may share
-    memory with another (an expanded view). NumPy would raise ValueError (read-only)."""
-    a = self._data
-    if not a.flags.writeable:
-        for n, st in zip(a.shape, a.strides):
-            if st == 0 and n > 1:
-                raise RuntimeError(_OVERLAP_MSG)
+    memory with another (an expanded view). A view of an expanded tensor without repeats (a
+    chunk of width one of an expand, a row of an expanded column) passes and writes through
+    to the expanded tensor's memory, as in torch (Note [Expanded memory])."""
+    if has_internal_overlap(self._data):
+        raise RuntimeError(_OVERLAP_MSG)
+
+
+# Note [Expanded memory]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# torch's rule for writing into a tensor in place: its memory is always writable, and an op
+# raises _OVERLAP_MSG only when the tensor written to has internal overlap (a dimension of
+# size > 1 and stride 0, has_internal_overlap). Expand's array is writable (NumPy's read-only
+# broadcast_to made writable, cgrad/ops/shape.py), so views of it are too, and every path
+# that writes into a tensor's memory asks has_internal_overlap first: apply_inplace, record,
+# the in-place unary methods (ops/pointwise.py), nn.functional's inplace=True, uniform_ and
+# normal_, nn.init, the engine's in-place gradient sums (_C_engine.pxi) and clip_grad. As in
+# torch, fill_ and zero_ do not ask (every element gets the same value: they write through),
+# masked_fill_ and an advanced-index assignment warn (torch's deprecation) and write through,
+# and a basic-index assignment asks about the region it writes. Under autograd, a write into
+# a view with overlap goes through CopySlices, which raises the overlap error in the
+# backward (CopySlicesFlat), as torch's does.
+_MASKED_FILL_EXPANDED = (
+    "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = "
+    "scalar")
+_INDEX_PUT_EXPANDED = (
+    "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[indices] "
+    "= tensor")
+
+
+def warn_masked_fill_expanded(self):
+    """masked_fill_ into a tensor with internal overlap: torch's deprecation warning (it
+    writes through, or raises when autograd records the op)."""
+    if has_internal_overlap(self._data):
+        _warn(_MASKED_FILL_EXPANDED)
 
 
 _PARTIAL_MSG = ("unsupported operation: some elements of the input tensor and the written-to "
@@ -147,8 +188,8 @@ def check_cast(self, out_dtype):
 def _check_view(self):
     """A view op's output that is not registered as a view (_base is None) but whose memory
     another array holds: an in-place op would change that array behind autograd's back.
-    An output that only looks like a view (einsum's result is a view of a temporary nobody
-    else holds: the base's only references are this array's and the call's) is fine."""
+    An output that only looks like a view (a NumPy view of a temporary nobody else holds:
+    the base's only references are this array's and the call's) is fine."""
     gf = self.grad_fn
     if (gf is not None and type(gf).__name__ in _VIEW_NODES and self._data.base is not None
             and sys.getrefcount(self._data.base) > 2):
@@ -203,8 +244,10 @@ def _view_index(bd, vd):
     return pos
 
 
-def _record_on_view(self, compute, saves_self):
-    """In-place op on a view of a tensor with history: Note [In-place on a view]."""
+def _record_on_view(self, compute, saves_self, repeats_ok=False):
+    """In-place op on a view of a tensor with history: Note [In-place on a view]. repeats_ok:
+    the view may have internal overlap (fill_, zero_, masked_fill_, index_put_: Note
+    [Expanded memory]); torch's CopySlices then raises the overlap error in the backward."""
     base = self._base
     if base.requires_grad and base.grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -215,7 +258,8 @@ def _record_on_view(self, compute, saves_self):
         raise NotImplementedError(
             "in-place operation on a view of a non-contiguous tensor that requires grad is not "
             "supported by cgrad yet; call .clone() on the view first")
-    if idx.size != np.unique(idx).size:
+    repeats = idx.size != np.unique(idx).size
+    if repeats and not repeats_ok:
         raise RuntimeError(_OVERLAP_MSG)
     balias = _wrap(bd)
     if base.grad_fn is not None or base.requires_grad:
@@ -225,7 +269,7 @@ def _record_on_view(self, compute, saves_self):
         # The op reads the view's values as a gather from the base's history, not through
         # the view's own node: torch's CopySlices applies the op's backward to a slice of the
         # base's gradient, so the view's old node (and its hooks) is no longer on any path.
-        src._set_grad_fn(AsStridedView.apply(balias, idx, False).grad_fn, 0)
+        src._set_grad_fn(AsStridedView.apply(balias, idx, repeats).grad_fn, 0)
     elif self.grad_fn is not None or self.requires_grad:
         src._set_grad_fn(self.grad_fn, self.output_nr)
     out = compute(src)
@@ -237,14 +281,14 @@ def _record_on_view(self, compute, saves_self):
     check_cast(self, od.dtype)
     if out.grad_fn is not None and od.dtype != bd.dtype:
         out = out.to(bd.dtype)
-    newb = CopySlicesFlat.apply(balias, idx, out)
+    newb = CopySlicesFlat.apply(balias, idx, out, repeats)
     np.copyto(bd, newb._data, casting="unsafe")        # the view sees it: shared storage
     base._bump_version()                               # shared counter: bumps the view too
     if out.grad_fn is not None:
         _C._bind_saved_output(out.grad_fn, out, self)    # Note [In-place saved outputs]
     if newb.grad_fn is not None:
         base._set_grad_fn(newb.grad_fn, newb.output_nr)
-        regen = AsStridedView.apply(base, idx, False)   # idx was checked: no repeats
+        regen = AsStridedView.apply(base, idx, repeats)
         self._set_grad_fn(regen.grad_fn, 0)
     self._sync_view_version()
     return self
@@ -291,7 +335,7 @@ def _rebase_dirty_view(view):
         balias._set_grad_fn(base.grad_fn, base.output_nr)
         if balias.grad_fn is not None:
             src = AsStridedView.apply(balias, idx)
-    newb = CopySlicesFlat.apply(balias, idx, out)
+    newb = CopySlicesFlat.apply(balias, idx, out, False)
     base._set_grad_fn(newb.grad_fn, newb.output_nr)
     regen = AsStridedView.apply(base, idx)
     view._set_grad_fn(regen.grad_fn, 0)
@@ -302,15 +346,19 @@ def _rebase_dirty_view(view):
 _C._register_dirty_view(_rebase_dirty_view)
 
 
-def record(self, compute, saves_self):
+def record(self, compute, saves_self, internal_check=True):
     """Run compute(src) out of place with autograd and rebase self onto its result.
 
-    See Note [In-place rebase]."""
+    See Note [In-place rebase]. internal_check False: a view with internal overlap is
+    written (fill_, zero_, masked_fill_, index_put_), and its CopySlices raises torch's
+    overlap error in the backward."""
     if self._cmeta:
         _C._check_view_inplace(self)    # Note [View creation meta] in _C_function.pxi
     check_leaf(self)
+    if internal_check or self._base is None:
+        check_overlap(self)
     if self._base is not None:
-        return _record_on_view(self, compute, saves_self)
+        return _record_on_view(self, compute, saves_self, not internal_check)
     _check_view(self)
     data = self._data
     src = _wrap(data.copy() if saves_self else data)
@@ -332,14 +380,19 @@ def record(self, compute, saves_self):
     return self
 
 
-def apply_inplace(self, fn, others, compute, saves_self, overlap_check=True):
+def apply_inplace(self, fn, others, compute, saves_self, overlap_check=True,
+                  internal_check=True):
     """An in-place op: `fn(arr, *raw_others)` writes into arr when nothing is recorded,
-    `compute(src)` builds the out-of-place result when autograd records it."""
+    `compute(src)` builds the out-of-place result when autograd records it. overlap_check:
+    torch's partial-overlap check of the operands; internal_check: its internal-overlap check
+    of self when nothing is recorded (fill_, zero_ and masked_fill_ write through an expanded
+    tensor: Note [Expanded memory])."""
     if overlap_check:
         check_partial_overlap(self, *others)
     if needs_record(self, *others):
-        return record(self, compute, saves_self)
-    check_overlap(self)
+        return record(self, compute, saves_self, internal_check)
+    if internal_check:
+        check_overlap(self)
     raw = [o._data if isinstance(o, _C.TensorBase) else o for o in others]
     fn(self._data, *raw)
     self._bump_version()
@@ -552,22 +605,37 @@ class CopySlicesFlat(Function):
     # raises by itself if it saves; a fill or copy into a view runs again, as in torch.
 
     @staticmethod
-    def forward(ctx, base, idx, vals):
+    def forward(ctx, base, idx, vals, overlap=False):
         out = base._data.copy()
-        out.reshape(-1)[idx.reshape(-1)] = vals._data.reshape(-1)
+        flat, i, v = out.reshape(-1), idx.reshape(-1), vals._data.reshape(-1)
+        if overlap:
+            # several elements of the view are one location of the base (fill_, zero_,
+            # masked_fill_ or index_put_ of an expanded view, which torch writes in place):
+            # a location takes the value of an element that changed (the last one), else
+            # keeps its own
+            old = flat[i]
+            same = v == old
+            if v.dtype.kind in "fc":
+                same |= np.isnan(v) & np.isnan(old)
+            i, v = i[~same], v[~same]
+        flat[i] = v
         if ctx is not None:
-            ctx._aux = (idx, base._data.shape)
+            ctx._aux = (idx, base._data.shape, overlap)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        idx, shape = ctx._aux
+        idx, shape, overlap = ctx._aux
+        if overlap:
+            # the view written had internal overlap (Note [Expanded memory]): torch's
+            # CopySlices copies the gradient into that view's layout and raises
+            raise RuntimeError(_OVERLAP_MSG)
         gb = gv = None
         if ctx.needs_input_grad[0]:
             gb = _ZeroAt.apply(g.reshape(-1), idx.reshape(-1)).reshape(shape)
         if ctx.needs_input_grad[2]:
             gv = g.reshape(-1)[idx]
-        return gb, None, gv
+        return gb, None, gv, None
 
 
 class AsStridedView(Function):
@@ -637,6 +705,91 @@ def _setitem_error(self, idx, nidx, v, e):
                         f"to indexing result of shape {list(target)}")
 
 
+def _basic_item(it):
+    """An int (not a bool), slice, None or Ellipsis of a NumPy index."""
+    return it is None or it is Ellipsis or isinstance(it, slice) or (
+        isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)))
+
+
+def _basic_part(nidx):
+    """The basic items of a NumPy index, each array replaced by the full slices of the
+    dimensions it consumes: torch applies these first (select, slice) and index_put_s the
+    rest into the view they give."""
+    out = []
+    for it in (nidx if type(nidx) is tuple else (nidx,)):
+        if _basic_item(it):
+            out.append(it)
+        else:
+            a = np.asarray(it)
+            out.extend([slice(None)] * (a.ndim if a.dtype == np.bool_ else 1))
+    return tuple(out)
+
+
+def _advanced_part(nidx):
+    """What is left of a NumPy index once its basic items are applied (_basic_part): the
+    arrays, with a full slice for each dimension a slice or None kept; an int's dimension is
+    gone."""
+    out = []
+    for it in (nidx if type(nidx) is tuple else (nidx,)):
+        if it is Ellipsis:
+            out.append(it)
+        elif it is None or isinstance(it, slice):
+            out.append(slice(None))
+        elif not _basic_item(it):
+            out.append(it)
+    return tuple(out)
+
+
+def _masked_fill_path(nidx, value):
+    """torch's index_put_ with one boolean mask and a one-element value is a masked_fill_."""
+    items = nidx if type(nidx) is tuple else (nidx,)
+    arrays = [it for it in items if not _basic_item(it)]
+    if len(arrays) != 1 or np.asarray(arrays[0]).dtype != np.bool_:
+        return False
+    return not isinstance(value, _C.TensorBase) or value._data.size == 1
+
+
+def _setitem_expanded(self, idx, nidx, value):
+    """self[idx] = value where self has internal overlap (an expanded view), as torch (Note
+    [Expanded memory]): a basic index writes into the region it selects, which must have no
+    overlap itself (under autograd the region, a view, takes the value in place, so the
+    write goes through to the expanded memory); an advanced one is index_put_ into the view
+    the index's basic items select, with torch's deprecation warning when that view has
+    overlap. None: continue with the ordinary assignment."""
+    basic = _is_basic(idx)
+    try:
+        region = self._data[nidx] if basic else self._data[_basic_part(nidx)]
+    except (IndexError, ValueError, TypeError):
+        return None                     # the assignment reports the index's error
+    overlap = has_internal_overlap(region)
+    if basic:
+        if overlap:
+            raise RuntimeError(_OVERLAP_MSG)
+        if not needs_record(self, value):
+            return None
+        view = self[idx]
+        if isinstance(value, _C.TensorBase):
+            k = 0                       # torch drops the value's leading size-1 dimensions
+            while value.ndim - k > view.ndim and value._data.shape[k] == 1:
+                k += 1
+            if k:
+                value = value.reshape(value._data.shape[k:])
+            view.copy_(value)
+        else:
+            view.fill_(value)
+        return self
+    if overlap:
+        _warn(_INDEX_PUT_EXPANDED)
+        if _masked_fill_path(nidx, value):
+            _warn(_MASKED_FILL_EXPANDED)
+        return None             # writes through (its CopySlices raises in a backward)
+    if needs_record(self, value):
+        # the view the basic items select has no overlap: index_put_ into it, as torch
+        setitem(self[_basic_part(nidx)], _advanced_part(nidx), value)
+        return self
+    return None
+
+
 def setitem(self, idx, value):
     """Tensor.__setitem__ with torch semantics (in place, recorded when autograd needs it)."""
     from cgrad.tensor import Tensor
@@ -651,6 +804,12 @@ def setitem(self, idx, value):
     nidx = _np_index(idx)
     if isinstance(value, np.ndarray):
         value = _wrap(value)
+    internal_check = True
+    if has_internal_overlap(self._data):
+        done = _setitem_expanded(self, idx, nidx, value)
+        if done is not None:
+            return done
+        internal_check = _is_basic(idx)     # index_put_ writes through (Note [Expanded memory])
     if isinstance(value, _C.TensorBase) and np.may_share_memory(self._data, value._data):
         # as torch: a basic index copies the value, without its leading size-1 dims and
         # expanded, into the region; an advanced one is index_put_ (the whole tensor
@@ -686,7 +845,8 @@ def setitem(self, idx, value):
         cls = CopySlices if _is_basic(idx) else IndexPut
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
-        return record(self, lambda src: cls.apply(src, nidx, value), saves_self=False)
+        return record(self, lambda src: cls.apply(src, nidx, value), saves_self=False,
+                      internal_check=internal_check)
     v = value._data if isinstance(value, _C.TensorBase) else value
     try:
         self._data[nidx] = v

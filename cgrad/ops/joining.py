@@ -128,6 +128,32 @@ def tile(input, *args, dims=None):
 # ----------------------------------------------------------------------------------------
 # cat / stack
 # ----------------------------------------------------------------------------------------
+def _channels_last(a):
+    """torch's is_channels_last_strides_2d / _3d (what suggest_memory_format reads) for a 4-D
+    or 5-D array: its strides order the channel dimension innermost, then the spatial ones
+    from the last, then the batch one."""
+    order = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(a.ndim)
+    if order is None or a.strides[1] == 0:
+        return False
+    least = 0
+    for d in order:
+        n, st = a.shape[d], a.strides[d]
+        if n == 0 or st < least or (d == 0 and least == a.strides[1]):
+            return False
+        least = st * n if n > 1 else st
+    return True
+
+
+def _cat_layout(out, arrays):
+    """cat's result in torch's memory format: channels-last when every input suggests it,
+    C-contiguous otherwise (np.concatenate follows its inputs' memory order instead)."""
+    if all(_channels_last(a) for a in arrays):
+        if not _channels_last(out):
+            out = np.moveaxis(np.ascontiguousarray(np.moveaxis(out, 1, -1)), -1, 1)
+        return out
+    return out if out.flags.c_contiguous else out.copy(order="C")
+
+
 class Cat(Function):
     """cat(dim, *tensors) (tensors are direct arguments so that autograd sees them).
     d/dt_i = g[(:,) * dim + (off_i:off_i + n_i,)]."""
@@ -148,7 +174,7 @@ class Cat(Function):
             if out is not None:
                 if ctx is not None:
                     ctx._aux = (d, tuple([a.shape[d] for a in arrays]))
-                return out
+                return _cat_layout(out, arrays)
         # torch's legacy rule: 1-D empty tensors are skipped (cat([x, tensor([])]) == x)
         keep = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]
         ref = keep[0] if keep else arrays[0]
@@ -176,7 +202,7 @@ class Cat(Function):
                                  else a.shape[d] for a in arrays))
         if not keep:
             return np.empty((0,), dtype=dt)
-        return np.concatenate(keep, axis=d, dtype=dt, casting="unsafe")
+        return _cat_layout(np.concatenate(keep, axis=d, dtype=dt, casting="unsafe"), keep)
 
     @staticmethod
     def backward(ctx, g):
@@ -577,7 +603,9 @@ class Flip(Function):
             ctx._aux = dims
         if a._data.ndim == 0:               # dim 0 (or -1) of a 0-d tensor: nothing to flip
             return a._data.copy()
-        return np.flip(a._data, dims).copy()
+        # torch allocates the result like its input (preserve_format): a permuted input
+        # gives a permuted result; an expanded one a C-contiguous copy
+        return np.flip(a._data, dims).copy(order="C" if 0 in a._data.strides else "K")
 
     @staticmethod
     def backward(ctx, g):
@@ -600,7 +628,14 @@ class Roll(Function):
     def forward(ctx, a, shifts, dims):
         if ctx is not None:
             ctx._aux = (shifts, dims)
-        return contiguous_result(np.roll(a._data, shifts, dims), a._data)
+        arr = a._data
+        out = np.roll(arr, shifts, dims)
+        if dims is not None and _channels_last(arr):
+            # torch: the input's suggested memory format (a roll of the flattened tensor,
+            # without dims, is C-contiguous)
+            return out if _channels_last(out) else \
+                np.moveaxis(np.ascontiguousarray(np.moveaxis(out, 1, -1)), -1, 1)
+        return contiguous_result(out, arr)
 
     @staticmethod
     def backward(ctx, g):

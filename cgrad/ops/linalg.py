@@ -262,8 +262,26 @@ class MatMulClone(MatMul):
 
 
 class MatMulTranspose(MatMul):
-    """As MatMulClone when the transposed result is already contiguous (no clone)."""
+    """As MatMulClone when the transposed result is already contiguous (no clone): torch's
+    result is then the transpose of a temporary, a view (matmul returns
+    MatMulTransposeBase(a, b).mT: Note [Views of a temporary] in cgrad/ops/einsum.py)."""
     _node_name = "TransposeBackward0"
+
+
+class MatMulTransposeBase(MatMul):
+    """The temporary of MatMulTranspose (torch's ``_unsafe_view`` of its mm): the product with
+    its last two dims swapped, C-contiguous."""
+    _node_name = "UnsafeViewBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if ctx is not None:
+            _save(ctx, a, b)
+        return np.ascontiguousarray(np.swapaxes(_matmul_np(a._data, b._data), -1, -2))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _backward(ctx, g.transpose(-1, -2))
 
 
 class VecMat(MatMul):
@@ -483,6 +501,8 @@ def matmul(input, other):
         # the mirrored fold: torch reshapes b.mT, which copies here, and its mm node saves
         # the copy (an in-place op on b after the product does not invalidate it)
         b = b.clone()
+    if cls is MatMulTranspose:
+        return MatMulTransposeBase.apply(a, b).transpose(-1, -2)
     return cls.apply(a, b)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from cgrad.ops.promotion import torch_type_name as _tname
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops._util import contiguous_result
 from cgrad.ops.linalg import _check_float, _check_matrix
 from cgrad.ops.decompositions import svdvals
 from cgrad.ops.linalg import _tn
@@ -24,12 +25,6 @@ from cgrad.ops.shape import _wrap_dim
 # ----------------------------------------------------------------------------------------
 # norm
 # ----------------------------------------------------------------------------------------
-def _abs_pow(x, sgn, zero, e):
-    """|x| ** e with 0 where x == 0 (value and derivative): torch's masked formulas."""
-    ax = x * sgn
-    return _mask_fill(_mask_fill(ax, zero, 1.0) ** e, zero, 0.0)
-
-
 class VectorNorm(Function):
     """linalg.vector_norm(a, ord, dim, keepdim); backward as torch's norm_backward, with a
     zero gradient where the norm is 0."""
@@ -54,7 +49,7 @@ class VectorNorm(Function):
                 out = np.sum(np.abs(arr), axis=ax, keepdims=keepdim)
             else:
                 out = np.sum(np.abs(arr) ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-        out = np.asarray(out, dtype=arr.dtype)
+        out = contiguous_result(np.asarray(out, dtype=arr.dtype), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -80,23 +75,22 @@ class VectorNorm(Function):
             count = np.sum(mask, axis=_axis(dims, arr.ndim), keepdims=True).astype(arr.dtype)
             return x.sgn() * ((g / _const(count)) * _const(mask.astype(arr.dtype))), \
                 None, None, None
-        sgn = _const(np.sign(arr))
-        zero = arr == 0
+        # torch's norm_backward, step for step: the same ops in the same order, so a double
+        # backward puts NaN and inf where torch's does (its masked_fill after a division by a
+        # zero norm passes a zero gradient into that division, and 0 * inf is NaN there)
         res = _restore(out, arr.shape, dims, keepdim)
         rzero = res._data == 0
-        if p == 2:
-            scale = _mask_fill(g / _mask_fill(res, rzero, 1.0), rzero, 0.0)
-            return x * scale, None, None, None
-        if p < 1:
-            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
-            rpow = _mask_fill(_mask_fill(res, rzero, 1.0) ** (1 - p), rzero, 0.0)
-            return scaled * g * rpow, None, None, None
-        if p < 2:
-            scaled = sgn * _abs_pow(x, sgn, zero, p - 1)
-        else:
-            scaled = x * _abs_pow(x, sgn, zero, p - 2)
-        scale = _mask_fill(g / _mask_fill(res, rzero, 1.0) ** (p - 1), rzero, 0.0)
-        return scaled * scale, None, None, None
+        with _errstate():
+            if p == 2:
+                return g * _mask_fill(x / res, rzero, 0.0), None, None, None
+            if p < 1:
+                scaled = x.sgn() * _mask_fill(x.abs() ** (p - 1), arr == 0, 0.0)
+                return scaled * g * res ** (1 - p), None, None, None
+            if p < 2:
+                scaled = x.sgn() * x.abs() ** (p - 1)
+            else:
+                scaled = x * x.abs() ** (p - 2)
+            return scaled * _mask_fill(g / res ** (p - 1), rzero, 0.0), None, None, None
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):

@@ -802,6 +802,8 @@ def _inplace(input, out):
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation.")
         return out
+    from cgrad.ops import inplace as _inplace
+    _inplace.check_overlap(input)           # Note [Expanded memory] in ops/inplace.py
     np.copyto(input._data, out._data, casting="same_kind")
     input._bump_version()
     return input

@@ -374,7 +374,7 @@ class Prod(Function):
         arr = a._data
         dt = np.int64 if arr.dtype.kind in "bui" else None
         out = np.prod(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim, dtype=dt)
-        out = np.asarray(out)
+        out = contiguous_result(np.asarray(out), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -434,7 +434,8 @@ class _EvenReduce(Function):
             raise IndexError(f"{cls._name}(): Expected reduction dim "
                              f"{next(d for d in dims if arr.shape[d] == 0)} to have non-zero "
                              "size.")
-        out = np.asarray(cls._np(arr, axis=_axis(dims, arr.ndim), keepdims=keepdim))
+        out = contiguous_result(np.asarray(cls._np(arr, axis=_axis(dims, arr.ndim),
+                                                  keepdims=keepdim)), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)
@@ -720,9 +721,10 @@ class Std(Function):
         shape = x._data.shape
         g = _restore(g, shape, dims, keepdim)
         res = _restore(out, shape, dims, keepdim)
-        zero = res._data == 0
-        gv = g / (_mask_fill(res, zero, 1.0) * 2.0)
-        gv = _mask_fill(gv, zero, 0.0)
+        # torch's std_backward: the division by a zero std is masked afterwards, not avoided,
+        # so a double backward puts NaN where torch's does (a zero gradient into g / 0)
+        with _errstate():
+            gv = _mask_fill(g / (res * 2.0), res._data == 0, 0.0)
         scale = 2.0 / dof if dof > 0 else _INF
         return _centered(x, dims) * (gv * scale), None, None, None
 
@@ -777,6 +779,7 @@ class Logsumexp(Function):
         out = _lse_keep(arr, ax)
         if not keepdim:
             out = np.squeeze(out, axis=ax) if arr.ndim else out.reshape(())
+        out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)

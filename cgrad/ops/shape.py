@@ -148,9 +148,15 @@ class Expand(Function):
         if out is None:
             out = np.broadcast_to(arr, _expand_shape(arr, shape))
         if out.size == arr.size:
-            # nothing repeated (size-1 dims added or kept): an ordinary view, writable as in
-            # torch (broadcast_to is always read-only)
+            # nothing repeated (size-1 dims added or kept): an ordinary view
             out = arr.reshape(out.shape)
+        elif arr.flags.writeable:
+            # as torch, the memory stays writable (broadcast_to makes the view read-only; its
+            # base is still the array that owns the memory, which the view tracking of
+            # _C_function.pxi needs): an in-place op on the view itself raises torch's overlap
+            # error (Note [Expanded memory] in ops/inplace.py), one on a part of it without
+            # repeats (a chunk of width one, a row of an expanded column) writes through to a
+            out.flags.writeable = True
         return out
 
     @staticmethod

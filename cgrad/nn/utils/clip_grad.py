@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from cgrad import _C
+from cgrad.ops.inplace import has_internal_overlap
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
@@ -34,11 +35,17 @@ def _vector_norm(a, p):
     return float(np.sum(np.abs(a) ** p) ** (1.0 / p))
 
 
+def _writable(a):
+    """Can a gradient array be modified in place? Not a read-only one, nor one whose
+    elements share memory (an expanded view: Note [Expanded memory] in ops/inplace.py)."""
+    return a.flags.writeable and not has_internal_overlap(a)
+
+
 def _scale_(t, coef):
     """t *= coef in place (keeps the gradient tensor's identity; a read-only gradient array,
-    e.g. a broadcast view, is replaced)."""
+    or an expanded one, is replaced)."""
     a = t._data
-    if a.flags.writeable:
+    if _writable(a):
         np.multiply(a, coef, out=a, casting="unsafe")
     else:
         t._data = (a * coef).astype(a.dtype, copy=False)
@@ -101,7 +108,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         if g is None:
             continue
         a = g._data
-        if a.flags.writeable:
+        if _writable(a):
             np.clip(a, -clip_value, clip_value, out=a, casting="unsafe")
         else:
             g._data = np.clip(a, -clip_value, clip_value).astype(a.dtype, copy=False)
