@@ -1802,7 +1802,9 @@ def test_random_fills_are_recorded_under_autograd(op):
 #   followed its inputs' memory order;
 # - amax/amin, prod, logsumexp, vector_norm over a permuted input: torch's result is
 #   C-contiguous, cgrad's followed the input (its other reductions were already C);
-# - roll of a channels-last 4-D tensor stays channels-last in torch.
+# - roll of a channels-last 4-D tensor stays channels-last in torch;
+# - einsum of one operand with a summed subscript is C-contiguous in torch (long fuzz run:
+#   t2 = einsum('ijk->ji', t0); t4 = sigmoid(t2); t4.view((4,)) raised in cgrad only).
 
 _LAYOUT_INPUTS = {
     "permuted": lambda L: _f64(L, np.arange(1.0, 25.0).reshape(2, 3, 4) / 10).permute(2, 0, 1),
@@ -1827,6 +1829,10 @@ _LAYOUT_OPS = {
     "norm": lambda L, x: x.norm(dim=-1, keepdim=True),
     "roll": lambda L, x: x.roll(1, 0),
     "roll_flat": lambda L, x: x.roll(3),
+    # one operand, a subscript summed, the others reversed ('abc->cb'): torch's sum is
+    # C-contiguous, np.einsum's result followed the operand (long fuzz run)
+    "einsum_sum": lambda L, x: L.einsum(
+        "abcd"[:x.ndim] + "->" + "abcd"[1:x.ndim][::-1], x),
 }
 
 

@@ -340,9 +340,16 @@ class EinsumMul(Einsum):
 
 
 class EinsumSum(Einsum):
-    """One operand with summed subscripts (torch ends with a sum)."""
+    """One operand with summed subscripts (torch ends with a sum, whose result is
+    C-contiguous whatever order the kept subscripts come in; np.einsum's follows the
+    operand's memory order: 'ijk->ji' would not be viewable)."""
     _node_name = "SumBackward1"
     _cg_composite = True      # Note [Nothing needed] (cgrad/_C_engine.pxi)
+
+    @staticmethod
+    def forward(ctx, spec, *ops):
+        out = Einsum.forward(ctx, spec, *ops)
+        return out if out.flags.c_contiguous else out.copy(order="C")
 
 
 class EinsumPermute(Einsum):
