@@ -221,10 +221,17 @@ cdef int _run_function_node(cg_node_t *c, cg_buf_t *bufs, const unsigned char *n
 
 
 cdef int _check_untracked_grads(Node node, tuple res, tuple arg_pos) except -1:
-    """A gradient for a forward argument that is not a Tensor is an error (torch)."""
-    cdef Py_ssize_t p
+    """A gradient for a forward argument that is not a Tensor is an error (torch).
+    arg_pos holds the Tensor arguments' positions in increasing order: one merge-like walk,
+    linear in the argument count (a `p in arg_pos` test per argument was quadratic)."""
+    cdef Py_ssize_t p, k = 0
+    cdef Py_ssize_t n_pos = PyTuple_GET_SIZE(arg_pos)
     for p in range(node._n_args):
-        if <object>PyTuple_GET_ITEM(res, p) is not None and p not in arg_pos:
+        while k < n_pos and <Py_ssize_t>(<object>PyTuple_GET_ITEM(arg_pos, k)) < p:
+            k += 1
+        if k < n_pos and <Py_ssize_t>(<object>PyTuple_GET_ITEM(arg_pos, k)) == p:
+            continue
+        if <object>PyTuple_GET_ITEM(res, p) is not None:
             raise RuntimeError(
                 f"function {type(node).__name__} returned a gradient different than None at "
                 f"position {p + 1}, but the corresponding forward input was not a Variable")

@@ -284,16 +284,21 @@ cdef object _apply(_FnInfo info, tuple args):
     if is_graph:
         cg_node_alloc_outputs(&ctx.c, n_out)
     result = PyTuple_New(n_out) if multi else None
+    # Note [Wide outputs]: with many outputs, the identity tests of each output against the
+    # earlier outputs, the arguments, and the dirty and non-differentiable lists go through
+    # id() maps built once, so that apply stays linear (a Function returning 70,000 outputs
+    # took 0.7 s in those scans alone). Small calls keep the plain scans.
+    look = _OutputLookup.build(ctx, args, <tuple>outs) if n_out > _WIDE_OUTPUTS else None
     for i in range(n_out):
         o = <object>PyTuple_GET_ITEM(outs, i)
         if multi and i > 0 and isinstance(o, TensorBase):
-            k = _same_output(ctx, <tuple>outs, <tuple>result, i, is_graph)
+            k = _same_output(ctx, <tuple>outs, <tuple>result, i, is_graph, look)
             if k >= 0:
                 o = <object>PyTuple_GET_ITEM(result, k)
                 Py_INCREF(o)
                 PyTuple_SET_ITEM(result, i, o)
                 continue
-        o = _wrap_output(ctx, o, i, args, is_graph)
+        o = _wrap_output(ctx, o, i, args, is_graph, look)
         if not multi:
             result = o
         else:
@@ -528,17 +533,48 @@ cdef int _check_dirty_returned(list dirty, tuple outs) except -1:
     return 0
 
 
+cdef Py_ssize_t _WIDE_OUTPUTS = 16
+
+
+cdef class _OutputLookup:
+    """Note [Wide outputs]: id() maps over what apply compares each output with. The objects
+    stay referenced by `outs`, `args` and ctx while apply runs, so their ids are stable."""
+    cdef dict first         # id(output) -> its first position in outs
+    cdef set args           # ids of the arguments
+    cdef set dirty          # ids of the tensors marked dirty (None: none)
+    cdef set non_diff       # ids of the tensors marked non-differentiable (None: none)
+
+    @staticmethod
+    cdef _OutputLookup build(Node ctx, tuple args, tuple outs):
+        cdef _OutputLookup lk = _OutputLookup.__new__(_OutputLookup)
+        cdef Py_ssize_t i
+        lk.first = {}
+        for i in range(PyTuple_GET_SIZE(outs)):
+            lk.first.setdefault(id(<object>PyTuple_GET_ITEM(outs, i)), i)
+        lk.args = {id(a) for a in args}
+        lk.dirty = lk.non_diff = None
+        if ctx._x is not None:
+            if ctx._x.dirty is not None:
+                lk.dirty = {id(d) for d in ctx._x.dirty}
+            if ctx._x.non_diff is not None:
+                lk.non_diff = {id(d) for d in ctx._x.non_diff}
+        return lk
+
+
 cdef Py_ssize_t _same_output(Node ctx, tuple outs, tuple result, Py_ssize_t i,
-                             bint is_graph) except -2:
+                             bint is_graph, _OutputLookup look) except -2:
     """A forward that returns the same tensor object twice (`return x, x` for a new x, or a
     dirty input): torch returns that one object at both places, as output i (the last
     place wins its output_nr), and sends both outputs' gradients to output i. Returns the
     earlier place k whose wrapped result is that object, after making it output i; -1 if
     outs[i] is not such a repeat (an input returned as is twice gives two views, as torch)."""
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, start = 0, stop = i
     cdef TensorBase t
     o = <object>PyTuple_GET_ITEM(outs, i)
-    for k in range(i):
+    if look is not None:
+        start = <Py_ssize_t>look.first[id(o)]     # the first place of o: the only candidate
+        stop = start + 1 if start < i else start
+    for k in range(start, stop):
         if <object>PyTuple_GET_ITEM(outs, k) is o:
             r = <object>PyTuple_GET_ITEM(result, k)
             if r is not o:
@@ -552,17 +588,22 @@ cdef Py_ssize_t _same_output(Node ctx, tuple outs, tuple result, Py_ssize_t i,
     return -1
 
 
-cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph):
+cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_graph,
+                         _OutputLookup look):
     cdef TensorBase t, src
     cdef bint is_input = False, dirty = False, retain = False
     if isinstance(o, TensorBase):
         src = <TensorBase>o
-        for a in args:
-            if a is o:
-                is_input = True
-                break
+        if look is not None:
+            is_input = id(o) in look.args
+        else:
+            for a in args:
+                if a is o:
+                    is_input = True
+                    break
         if (is_input and ctx._x is not None and ctx._x.dirty is not None
-                and any(d is o for d in ctx._x.dirty)):
+                and (id(o) in look.dirty if look is not None
+                     else any(d is o for d in ctx._x.dirty))):
             dirty = True
             t = src
             _bump(t)
@@ -597,7 +638,8 @@ cdef object _wrap_output(Node ctx, object o, Py_ssize_t i, tuple args, bint is_g
         _set_meta(&ctx.c, i, t._data)
         if _is_float(t._data) and not (
                 ctx._x is not None and ctx._x.non_diff is not None
-                and any(d is o for d in ctx._x.non_diff)):
+                and (id(o) in look.non_diff if look is not None
+                     else any(d is o for d in ctx._x.non_diff))):
             if dirty:
                 _track(t)               # else _settle_outputs decides (Note [Untracked graphs])
                 retain = _drop_retain(t)

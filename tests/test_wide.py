@@ -315,3 +315,68 @@ def test_reflint_clean():
         pytest.skip("not a source checkout")
     r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- Note [Target chains] (csrc/cg_engine.c) and Note [Wide outputs] (_C_function.pxi):
+# the wide paths use id() maps and per-slot chains instead of scans; these pin that they
+# give what the scans gave (repeats, several outputs of one node, dirty and
+# non-differentiable outputs), on both sides of the 16-output threshold.
+
+@pytest.mark.parametrize("n", [3, 17, 40])
+def test_grad_with_repeated_inputs_and_outputs_of_one_node(n):
+    x = cgrad.tensor([1.0, 2.0], dtype=cgrad.float64, requires_grad=True)
+    z = cgrad.tensor([3.0], dtype=cgrad.float64, requires_grad=True)
+    a, b = (x * 2.0).split(1)                 # two outputs of one node as inputs of grad()
+    y = (x * x).sum() + (z ** 3).sum() + 5.0 * a.sum() + 7.0 * b.sum()
+    inputs = [x, z, a, b] * n
+    gs = cgrad.autograd.grad(y, inputs, retain_graph=True)
+    assert len(gs) == 4 * n
+    for k in range(n):
+        np.testing.assert_array_equal(gs[4 * k].numpy(), [2.0 + 10.0, 4.0 + 14.0])
+        np.testing.assert_array_equal(gs[4 * k + 1].numpy(), [27.0])
+        np.testing.assert_array_equal(gs[4 * k + 2].numpy(), [5.0])
+        np.testing.assert_array_equal(gs[4 * k + 3].numpy(), [7.0])
+
+
+def _fan(T, n):
+    class Fan(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            y.mul_(2.0)
+            ctx.mark_dirty(y)
+            same = x * 3.0
+            flag = x * 0.0
+            ctx.mark_non_differentiable(flag)
+            outs = [x * float(i) for i in range(n)]
+            outs[1] = same
+            outs[n - 1] = same                  # the same new tensor twice
+            outs[2] = y                         # the dirty input
+            outs[3] = flag
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, *gs):
+            assert len(gs) == n
+            gx = sum(float(i) * g for i, g in enumerate(gs) if i not in (1, 2, 3, n - 1))
+            return gx + 3.0 * gs[n - 1] + 5.0 * gs[1], 2.0 * gs[2]
+
+    x = T.tensor([1.0, -1.0], dtype=T.float64, requires_grad=True)
+    y0 = T.tensor([0.5, 0.25], dtype=T.float64, requires_grad=True)
+    y = y0 * 1.0
+    outs = Fan.apply(x, y)
+    facts = (len(outs), outs[1] is outs[n - 1], outs[2] is y, outs[3].requires_grad,
+             outs[0].requires_grad, type(y.grad_fn).__name__)
+    sum(o.sum() for o in outs).backward()
+    return facts, x.grad.numpy().tolist(), y0.grad.numpy().tolist()
+
+
+@pytest.mark.parametrize("n", [5, 17, 40])
+def test_wide_outputs_with_repeats_dirty_and_non_differentiable(n):
+    facts, gx, gy = _fan(cgrad, n)
+    assert facts == (n, True, True, False, True, "FanBackward")
+    k = sum(float(i) for i in range(n) if i not in (1, 2, 3, n - 1))
+    # both places of the repeated output send their gradient to its last place, n - 1
+    assert gx == [k + 6.0, k + 6.0] and gy == [2.0, 2.0]
+    torch = pytest.importorskip("torch")
+    tfacts, tgx, tgy = _fan(torch, n)
+    assert facts[:5] == tfacts[:5] and (gx, gy) == (tgx, tgy)
