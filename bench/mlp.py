@@ -401,7 +401,7 @@ def run(quick=False, repeats=None, dtypes=("float32", "float64"), use_torch=True
                       "numpy": np.__version__},
            "dtypes": {}}
     for dt in dtypes:
-        res["dtypes"][dt] = bench_dtype(dt, cfg, libs, repeats, warmup=0 if quick else 1,
+        res["dtypes"][dt] = bench_dtype(dt, cfg, libs, repeats, warmup=1,
                                         rss=rss, malloc=malloc, log=log)
     # flat views for bench/run.py's error and gradient-mismatch notes
     res["libs"] = {f"{n}/{dt}": {"error": d["error"]}
