@@ -1,5 +1,6 @@
-"""cgrad.nn.utils: gradient clipping and parameter/vector conversion."""
+"""cgrad.nn.utils: gradient clipping, parameter/vector conversion, parametrizations."""
 from cgrad.nn.utils import clip_grad, convert_parameters  # noqa: F401
+from cgrad.nn.utils import parametrizations, parametrize  # noqa: F401
 from cgrad.nn.utils.clip_grad import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
                                       get_total_norm)
 from cgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
