@@ -191,3 +191,56 @@ def test_spectral_norm_matches_torch_in_training_and_eval():
     with pytest.raises(ValueError, match="Expected n_power_iterations to be positive"):
         cgrad.nn.utils.parametrizations.spectral_norm(cgrad.nn.Linear(2, 2),
                                                       n_power_iterations=0)
+
+
+# ---- the older hook-based forms (cgrad/nn/utils/_hook_norms.py) -------------------------
+
+def _old(T, which):
+    T.manual_seed(0)
+    m = T.nn.Conv2d(2, 3, 3).double() if which == "weight_norm" else T.nn.Linear(5, 4).double()
+    if which == "weight_norm":
+        with pytest.warns(FutureWarning, match="parametrizations.weight_norm"):
+            T.nn.utils.weight_norm(m)
+    else:
+        T.nn.utils.spectral_norm(m)
+    return m
+
+
+@pytest.mark.parametrize("which", ["weight_norm", "spectral_norm"])
+def test_hook_based_forms_match_torch(which):
+    tm, cm = _old(torch, which), _old(cgrad, which)
+    assert list(cm.state_dict()) == list(tm.state_dict())
+    _load_from_torch(cm, tm)
+    shape = (2, 2, 5, 5) if which == "weight_norm" else (3, 5)
+    x = np.random.default_rng(3).standard_normal(shape)
+    for _ in range(2):
+        yc, yt = cm(cgrad.tensor(x)), tm(torch.tensor(x))
+        np.testing.assert_allclose(_np(yc), _np(yt), rtol=1e-10)
+    yc.sin().sum().backward()
+    yt.sin().sum().backward()
+    for k, p in tm.named_parameters():
+        np.testing.assert_allclose(_np(dict(cm.named_parameters())[k].grad), _np(p.grad),
+                                   rtol=1e-9, atol=1e-12)
+    remove = getattr(cgrad.nn.utils, "remove_" + which)
+    tremove = getattr(torch.nn.utils, "remove_" + which)
+    remove(cm)
+    tremove(tm)
+    assert list(cm.state_dict()) == list(tm.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(_np(cm.weight), _np(tm.weight), rtol=1e-10)
+    with pytest.raises(ValueError, match=f"{which} of 'weight' not found in"):
+        remove(cm)
+    register = getattr(cgrad.nn.utils, which)
+    with pytest.warns(FutureWarning) if which == "weight_norm" else _nothing():
+        register(cm)
+    with pytest.raises(RuntimeError, match=f"Cannot register two {which} hooks on the same "
+                                           "parameter weight"):
+        with pytest.warns(FutureWarning) if which == "weight_norm" else _nothing():
+            register(cm)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
