@@ -380,6 +380,12 @@ def test_random_sampler_permutations_are_valid_and_seeded():
     assert len(set(long[20:])) == 5
     drawn = list(RandomSampler(ds, replacement=True, num_samples=100))
     assert len(drawn) == 100 and set(drawn) <= set(range(10)) and len(set(drawn)) > 5
+    # makemore's "infinite" loader: 1e10 samples drawn lazily (the draws were once listed up
+    # front: 2.5 GB and seconds before the first batch)
+    import itertools
+    endless = RandomSampler(ds, replacement=True, num_samples=int(1e10))
+    assert len(endless) == 10 ** 10
+    assert len(list(itertools.islice(iter(endless), 1000))) == 1000
     g = cgrad.Generator().manual_seed(3)
     a = list(RandomSampler(ds, generator=g))
     g.manual_seed(3)

@@ -87,8 +87,10 @@ class RandomSampler(Sampler[int]):
             g.manual_seed(_draw_seed())
         count = self.num_samples
         if self.replacement:
-            for size in [32] * (count // 32) + [count % 32]:
-                yield from _random.randint(n, (size,), dtype=np.int64, generator=g).tolist()
+            # in draws of 32, as torch (a lazy loop: makemore asks for 1e10 samples)
+            for _ in range(count // 32):
+                yield from _random.randint(n, (32,), dtype=np.int64, generator=g).tolist()
+            yield from _random.randint(n, (count % 32,), dtype=np.int64, generator=g).tolist()
         else:
             for _ in range(count // n):
                 yield from _random.randperm(n, generator=g).tolist()
