@@ -26,3 +26,11 @@ def test_mlp_on_digits_reaches_95_percent(capsys):
     assert acc >= 0.95
     out = capsys.readouterr().out
     assert "epoch  30" in out and "test accuracy" in out
+
+
+def test_cnn_on_digits_reaches_97_percent(capsys):
+    pytest.importorskip("sklearn")
+    acc = _load("digits_cnn.py")["main"]([])
+    assert acc >= 0.97
+    out = capsys.readouterr().out
+    assert "epoch  15" in out and "MaxPool2d" in out and "BatchNorm2d" in out
