@@ -42,7 +42,9 @@ PYTHON_IN_TORCH = {
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
 C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
-                 "one_hot", "relu_", "softplus"}
+                 "one_hot", "relu_", "softplus", "hardtanh_", "threshold_", "prelu",
+                 "hardshrink", "softshrink", "cosine_similarity",
+                 "pairwise_distance"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -432,6 +434,12 @@ ARGS = {
     "running_mean": "(Tensor, optional) the running mean, updated in training mode.",
     "running_var": "(Tensor, optional) the running variance, updated in training mode.",
     "normalized_shape": "(tuple of ints) the trailing shape over which to normalize.",
+    "num_groups": "(int) the number of groups the channels are split into.",
+    "use_input_stats": "(bool) normalise with the input's statistics (else the running ones).",
+    "lambd": "(float) the shrinkage threshold (default 0.5).",
+    "min_val": "(float) the lower bound of the linear region (default -1).",
+    "max_val": "(float) the upper bound of the linear region (default 1).",
+    "lower": "(float) the lower bound of the random negative slope.",
     "input1": "(Tensor) the first input.",
     "input2": "(Tensor) the second input.",
     "ignore_index": "(int) a target value that is ignored (no loss, no gradient).",
@@ -575,6 +583,15 @@ OVERRIDE = {
     ("flip", "dims"): "(int or tuple of ints) the axes to flip on.",
     ("tile", "dims"): "(tuple of ints) the number of repetitions per dimension.",
     ("permute", "dims"): "(tuple of ints) the desired ordering of dimensions.",
+    ("rrelu", "upper"): "(float) the upper bound of the random negative slope.",
+    ("threshold", "threshold"): "(float) the value to threshold at.",
+    ("threshold", "value"): "(float) the value replacing the elements not above threshold.",
+    ("threshold_", "threshold"): "(float) the value to threshold at.",
+    ("threshold_", "value"): "(float) the value replacing the elements not above threshold.",
+    ("local_response_norm", "size"): "(int) the number of neighbouring channels summed.",
+    ("local_response_norm", "alpha"): "(float) the multiplicative factor (default 1e-4).",
+    ("local_response_norm", "beta"): "(float) the exponent (default 0.75).",
+    ("local_response_norm", "k"): "(float) the additive factor (default 1).",
     ("softplus", "beta"): "(float) the beta value of the softplus formulation (default 1).",
     ("smooth_l1_loss", "beta"): "(float) the threshold at which to change between the L1 "
                                 "and the L2 loss (default 1.0).",
@@ -934,8 +951,13 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
             outer = _OUT_FORMS.get(key)         # aliases (arccos, acos) share one
             if outer is None:
                 outer = _OUT_FORMS[key] = with_out(fn, name)
-        f = wrap_function(fn, name, module, name in tensor_first,
-                          ALIASES_FUNCTION if c_bound else None, like=outer)
+        aliases = None
+        if c_bound:
+            # an alias never shadows a real parameter (torch's cosine_similarity takes x1)
+            own = set(inspect.signature(fn).parameters)
+            aliases = ({k: v for k, v in ALIASES_FUNCTION.items() if k not in own}
+                       if own & set(ALIASES_FUNCTION) else ALIASES_FUNCTION)
+        f = wrap_function(fn, name, module, name in tensor_first, aliases, like=outer)
         if outer is not None:
             f._out_impl = outer        # called for out= (Note [out= arguments])
             f.__wrapped__ = outer

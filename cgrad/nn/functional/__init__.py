@@ -40,7 +40,10 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
-(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
+(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_norm_more`` (group_norm,
+instance_norm, rms_norm, local_response_norm, normalize), ``_activation_more`` (hardtanh,
+relu6, hardswish, mish, glu, prelu, softmin, celu, ..., cosine_similarity,
+pairwise_distance), ``_dropout``,
 ``_sparse`` (embedding, one_hot), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
@@ -62,6 +65,11 @@ from cgrad.ops.shape import UnsafeView, View  # noqa: F401
 from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
                                              relu_, selu, sigmoid, silu, softmax, softplus,
                                              tanh)
+from cgrad.nn.functional._activation_more import (celu, cosine_similarity, glu, hardshrink,
+                                                  hardsigmoid, hardswish, hardtanh, hardtanh_,
+                                                  logsigmoid, mish, pairwise_distance, prelu,
+                                                  relu6, rrelu, softmin, softshrink, softsign,
+                                                  tanhshrink, threshold, threshold_)
 from cgrad.nn.functional._conv import conv1d, conv2d, fold, unfold
 from cgrad.nn.functional._dropout import dropout
 from cgrad.nn.functional._linear import bilinear, linear
@@ -69,6 +77,8 @@ from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entrop
                                        cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss,
                                        smooth_l1_loss)
 from cgrad.nn.functional._normalization import batch_norm, layer_norm
+from cgrad.nn.functional._norm_more import (group_norm, instance_norm, local_response_norm,
+                                            normalize, rms_norm)
 from cgrad.nn.functional._padding import pad
 from cgrad.nn.functional._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d,
                                           interpolate, max_pool1d, max_pool2d)
@@ -81,12 +91,19 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
+    "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize", "hardtanh",
+    "hardtanh_", "relu6", "hardswish", "hardsigmoid", "mish", "softsign", "tanhshrink",
+    "threshold", "threshold_", "glu", "prelu", "logsigmoid", "softmin", "hardshrink",
+    "softshrink", "celu", "rrelu", "cosine_similarity", "pairwise_distance",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_relu", "linear",
-                 "one_hot", "relu", "relu_", "selu", "silu", "softplus")
+                 "one_hot", "relu", "relu_", "selu", "silu", "softplus", "hardtanh",
+                 "hardtanh_", "relu6", "hardswish", "hardsigmoid", "mish", "threshold_",
+                 "prelu", "logsigmoid", "hardshrink", "softshrink", "celu", "rrelu",
+                 "cosine_similarity", "pairwise_distance")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,

@@ -13,11 +13,18 @@ import numpy as np
 from cgrad import _C, _checks
 from cgrad._C import _wrap
 from cgrad.nn.functional._utils import _inplace_apply
+from cgrad.ops.comparison import where as _where
+from cgrad.ops.joining import broadcast_tensors as _broadcast_tensors
+from cgrad.ops.norms import vector_norm as _vector_norm
+from cgrad.ops.pointwise import expm1 as _expm1
+from cgrad.ops.pointwise import softplus as _softplus
+from cgrad.ops.pointwise import tanh as _tanh
 
 
-def _cg():
-    import cgrad
-    return cgrad
+def _rand(shape, dtype):
+    """Uniform [0, 1) samples from cgrad's generator."""
+    from cgrad._creation import _rng
+    return _wrap(_rng().random(shape).astype(dtype, copy=False))
 
 
 def _maybe_inplace(input, inplace, fn):
@@ -31,9 +38,8 @@ def _const_like(x, value):
 
 
 def _hardtanh(x, lo, hi):
-    cg = _cg()
     inside = (x > lo) & (x < hi)
-    return cg.where(inside, x, x.detach().clamp(lo, hi))
+    return _where(inside, x, x.detach().clamp(lo, hi))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -45,6 +51,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
@@ -72,8 +79,7 @@ def hardswish(input, inplace=False):
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
     _checks.check_tensor(input, "mish")
-    cg = _cg()
-    return _maybe_inplace(input, inplace, lambda x: x * cg.tanh(cg.softplus(x)))
+    return _maybe_inplace(input, inplace, lambda x: x * _tanh(_softplus(x)))
 
 
 def softsign(input):
@@ -89,12 +95,12 @@ def tanhshrink(input):
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, value elsewhere."""
     _checks.check_tensor(input, "threshold")
-    cg = _cg()
     return _maybe_inplace(input, inplace,
-                          lambda x: cg.where(x > threshold, x, _const_like(x, value)))
+                          lambda x: _where(x > threshold, x, _const_like(x, value)))
 
 
 def threshold_(input, threshold, value):
+    """In-place threshold."""
     return globals()["threshold"](input, threshold, value, inplace=True)
 
 
@@ -119,7 +125,6 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), ``weight`` one slope or one per channel (dim 1)."""
     _checks.check_tensor(input, "prelu")
-    cg = _cg()
     nw = weight.numel()
     if nw != 1:
         if input.dim() == 0:
@@ -137,14 +142,13 @@ def prelu(input, weight):
         w = weight.reshape((1, nw) + (1,) * (input.dim() - 2))
     else:
         w = weight
-    return cg.where(input > 0, input, w * input)
+    return _where(input > 0, input, w * input)
 
 
 def logsigmoid(input):
     """log(sigmoid(x)) = -softplus(-x) (stable for large |x|)."""
     _checks.check_tensor(input, "logsigmoid")
-    cg = _cg()
-    return -cg.softplus(-input)
+    return -_softplus(-input)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -160,8 +164,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, 0 elsewhere."""
     _checks.check_tensor(input, "hardshrink")
-    cg = _cg()
-    return cg.where(input.abs() > lambd, input, _const_like(input, 0.0))
+    return _where(input.abs() > lambd, input, _const_like(input, 0.0))
 
 
 def softshrink(input, lambd=0.5):
@@ -169,10 +172,9 @@ def softshrink(input, lambd=0.5):
     _checks.check_tensor(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    cg = _cg()
     zero = _const_like(input, 0.0)
-    return cg.where(input > lambd, input - lambd,
-                    cg.where(input < -lambd, input + lambd, zero))
+    return _where(input > lambd, input - lambd,
+                    _where(input < -lambd, input + lambd, zero))
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -180,11 +182,10 @@ def celu(input, alpha=1.0, inplace=False):
     _checks.check_tensor(input, "celu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    cg = _cg()
 
     def f(x):
-        neg = cg.expm1(x.clamp_max(0.0) / alpha) * alpha
-        return cg.where(x > 0, x, neg)
+        neg = _expm1(x.clamp_max(0.0) / alpha) * alpha
+        return _where(x > 0, x, neg)
     return _maybe_inplace(input, inplace, f)
 
 
@@ -193,36 +194,33 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     negative element (cgrad's generator, so not torch's random stream); in eval the fixed
     slope (lower + upper) / 2."""
     _checks.check_tensor(input, "rrelu")
-    cg = _cg()
     if not training:
         slope = (lower + upper) / 2.0
         return _maybe_inplace(input, inplace,
-                              lambda x: cg.where(x >= 0, x, x * slope))
-    noise = cg.rand(tuple(input.shape), dtype=input.dtype) * (upper - lower) + lower
-    return _maybe_inplace(input, inplace, lambda x: cg.where(x >= 0, x, x * noise))
+                              lambda x: _where(x >= 0, x, x * slope))
+    noise = _rand(tuple(input.shape), input._data.dtype) * (upper - lower) + lower
+    return _maybe_inplace(input, inplace, lambda x: _where(x >= 0, x, x * noise))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2, dim) / (max(||x1||, eps) * max(||x2||, eps)) after broadcasting."""
-    cg = _cg()
     if not isinstance(x1, _C.TensorBase) or not isinstance(x2, _C.TensorBase):
         bad, pos, name = (x1, 1, "x1") if not isinstance(x1, _C.TensorBase) else (x2, 2, "x2")
         raise TypeError(f"cosine_similarity(): argument '{name}' (position {pos}) must be "
                         f"Tensor, not {_checks.type_name(bad)}")
-    a, b = cg.broadcast_tensors(x1, x2)
+    a, b = _broadcast_tensors(x1, x2)
     nd = a.dim()
     n = max(nd, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
                          f"{n - 1}], but got {dim})")
-    n1 = cg.linalg.vector_norm(a, 2, dim, keepdim=True).clamp_min(eps)
-    n2 = cg.linalg.vector_norm(b, 2, dim, keepdim=True).clamp_min(eps)
+    n1 = _vector_norm(a, 2, dim, keepdim=True).clamp_min(eps)
+    n2 = _vector_norm(b, 2, dim, keepdim=True).clamp_min(eps)
     return ((a / n1) * (b / n2)).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p over the last dim (0-d/1-d inputs as torch)."""
-    cg = _cg()
     if not isinstance(x1, _C.TensorBase) or not isinstance(x2, _C.TensorBase):
         bad, pos, name = (x1, 1, "x1") if not isinstance(x1, _C.TensorBase) else (x2, 2, "x2")
         raise TypeError(f"pairwise_distance(): argument '{name}' (position {pos}) must be "
@@ -231,4 +229,4 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     diff = x1 - x2 + eps
     if d == 0:
         return (diff.abs() if p != 0 else (diff != 0).to(diff.dtype))
-    return cg.linalg.vector_norm(diff, p, -1, keepdim=keepdim)
+    return _vector_norm(diff, p, -1, keepdim=keepdim)

@@ -138,9 +138,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``x / max(||x||_p, eps)`` along ``dim``."""
-    import cgrad
+    from cgrad.ops.norms import vector_norm
     _checks.check_tensor(input, "normalize")
-    denom = cgrad.linalg.vector_norm(input, p, dim, keepdim=True).clamp_min(eps)
+    denom = vector_norm(input, p, dim, keepdim=True).clamp_min(eps)
     res = input / denom.expand_as(input)
     if out is not None:
         out.copy_(res.detach())
