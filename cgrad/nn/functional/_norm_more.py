@@ -1,5 +1,5 @@
 """More normalization functions of cgrad.nn.functional: ``group_norm`` (one fused
-``NativeGroupNormBackward0`` node for the normalisation, as layer_norm's), ``instance_norm``
+``NativeGroupNormBackward0`` node, normalisation and affine, as layer_norm's), ``instance_norm``
 (batch_norm over the (1, N*C, ...) view, running statistics averaged back over N, as torch),
 ``rms_norm``, ``local_response_norm`` and ``normalize`` (compositions of cgrad ops, so every
 order of derivative works)."""
@@ -11,14 +11,65 @@ import numpy as np
 
 from cgrad import _checks
 from cgrad._C import _wrap
-from cgrad.nn.functional._normalization import _LayerNorm, batch_norm
-from cgrad.nn.functional._utils import _check_float, _shape_list
+from cgrad.autograd.function import Function
+from cgrad.nn.functional._normalization import batch_norm
+from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list, _tname
 
 
-class _GroupNorm(_LayerNorm):
-    """Normalisation of the (N, G, C/G * spatial) view over its last dim: the layer-norm
-    kernel (forward and differentiable backward), torch's node name."""
+class _GroupNorm(Function):
+    """Group normalization in one node: each (sample, group) of the (N, G, C/G * spatial)
+    view normalised (biased variance), then the per-channel affine.
+    d/dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) per group, gh = g * w;
+    d/dw = sum(g * xhat), d/db = sum(g) over every dim but 1."""
     _node_name = "NativeGroupNormBackward0"
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, groups, eps):
+        x = input._data
+        shape = x.shape
+        pshape = (1, shape[1]) + (1,) * (x.ndim - 2)
+        xr = x.reshape(shape[0], groups, -1)
+        mu = xr.mean(axis=2, keepdims=True)
+        xc = xr - mu
+        var = np.mean(np.square(xc), axis=2, keepdims=True)
+        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+        xc *= rstd
+        y = xc.reshape(shape)
+        if weight is not None:
+            y = y * weight._data.reshape(pshape)
+        if bias is not None:
+            y = y + bias._data.reshape(pshape)
+        if ctx is not None:
+            ctx.save_for_backward(input, weight, bias)
+            ctx._aux = (groups, eps, pshape, mu, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, b = ctx.saved_tensors
+        groups, eps, pshape, mu, rstd = ctx._aux
+        nx, nw, nb = ctx.needs_input_grad[:3]
+        shape = tuple(x.shape)
+        gshape = (shape[0], groups, -1)
+        xr = x.reshape(gshape)
+        if _grad_enabled():       # create_graph: mean and rstd as functions of x
+            xc = xr - xr.mean(2, keepdim=True)
+            rstd_t = ((xc * xc).mean(2, keepdim=True) + eps) ** -0.5
+        else:
+            xc = xr - _wrap(mu)
+            rstd_t = _wrap(rstd)
+        xhat = xc * rstd_t
+        red = (0,) + tuple(range(2, len(shape)))
+        gx = gw = gb = None
+        if nx:
+            gh = (g * w.reshape(pshape) if w is not None else g).reshape(gshape)
+            gx = (rstd_t * (gh - gh.mean(2, keepdim=True)
+                            - xhat * (gh * xhat).mean(2, keepdim=True))).reshape(shape)
+        if nw:
+            gw = (g * xhat.reshape(shape)).sum(red)
+        if nb:
+            gb = g.sum(red)
+        return gx, gw, gb, None, None
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -42,14 +93,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"{_shape_list(p.shape)} and input of shape "
                                f"{_shape_list(shape)}")
     _check_float(input._data, "GroupNormKernelImpl")
-    x = input.reshape(N, G, -1)
-    y = _GroupNorm.apply(x, None, None, 1, float(eps)).reshape(shape)
-    pshape = (1, C) + (1,) * (len(shape) - 2)
-    if weight is not None:
-        y = y * weight.reshape(pshape)
-    if bias is not None:
-        y = y + bias.reshape(pshape)
-    return y
+    for p in (weight, bias):
+        if p is not None and p.dtype != input.dtype:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                               f"{_tname(input.dtype)}")
+    return _GroupNorm.apply(input, weight, bias, G, float(eps))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
