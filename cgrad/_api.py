@@ -953,10 +953,11 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
                 outer = _OUT_FORMS[key] = with_out(fn, name)
         aliases = None
         if c_bound:
-            # an alias never shadows a real parameter (torch's cosine_similarity takes x1)
+            # an alias of a parameter the function lacks never shadows one it has (torch's
+            # cosine_similarity takes x1 and x2, not input and other)
             own = set(inspect.signature(fn).parameters)
-            aliases = ({k: v for k, v in ALIASES_FUNCTION.items() if k not in own}
-                       if own & set(ALIASES_FUNCTION) else ALIASES_FUNCTION)
+            aliases = {k: v for k, v in ALIASES_FUNCTION.items()
+                       if not (k in own and v not in own)}
         f = wrap_function(fn, name, module, name in tensor_first, aliases, like=outer)
         if outer is not None:
             f._out_impl = outer        # called for out= (Note [out= arguments])
