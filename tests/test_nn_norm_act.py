@@ -318,6 +318,11 @@ def test_activation_errors():
         nn.Softmax2d()(cgrad.tensor(X3[0, 0]))
     with pytest.raises(TypeError, match=r"hardtanh\(\): argument 'input' \(position 1\)"):
         F.hardtanh([1.0])
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 1.79769e\+308\] "
+                       "for input dtype Double, but found -1"):
+        F.softshrink(cgrad.tensor(X3), -1.0)
+    with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
+        F.celu(cgrad.tensor(X3), 0.0)
     with pytest.warns(FutureWarning, match="min_value"):
         m = nn.Hardtanh(min_value=-0.5)
     assert m.min_val == -0.5

@@ -171,7 +171,11 @@ def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     _checks.check_tensor(input, "softshrink")
     if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+        from cgrad.nn.functional._utils import _tname
+        dt = input._data.dtype
+        hi = float(np.finfo(dt).max) if dt.kind == "f" else float("inf")
+        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype "
+                           f"{_tname(input.dtype)}, but found {lambd:g}")
     zero = _const_like(input, 0.0)
     return _where(input > lambd, input - lambd,
                     _where(input < -lambd, input + lambd, zero))
@@ -181,7 +185,7 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     _checks.check_tensor(input, "celu")
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
 
     def f(x):
         neg = _expm1(x.clamp_max(0.0) / alpha) * alpha
