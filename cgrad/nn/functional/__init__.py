@@ -68,7 +68,13 @@ from cgrad.nn.functional._linear import bilinear, linear
 from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
                                        cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss,
                                        smooth_l1_loss)
-from cgrad.nn.functional._loss_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
+from cgrad.nn.functional._loss_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss,
+                                            hinge_embedding_loss, kl_div, margin_ranking_loss,
+                                            multi_margin_loss, multilabel_margin_loss,
+                                            multilabel_soft_margin_loss, poisson_nll_loss,
+                                            soft_margin_loss, triplet_margin_loss,
+                                            triplet_margin_with_distance_loss)
+from cgrad.nn.functional._embedding_bag import embedding_bag
 from cgrad.nn.functional._normalization import batch_norm, layer_norm
 from cgrad.nn.functional._padding import pad
 from cgrad.nn.functional._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d,
@@ -82,7 +88,11 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
-    "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss",
+    "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss",
+    "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss",
+    "embedding_bag",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds

@@ -18,7 +18,7 @@ from cgrad.nn.modules.flatten import Flatten, Unflatten
 from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
                                       MaxPool2d, Upsample)
 from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from cgrad.nn.modules.sparse import Embedding
+from cgrad.nn.modules.sparse import Embedding, EmbeddingBag
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -30,5 +30,5 @@ __all__ = [
     "Upsample", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss",
     "MarginRankingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
-    "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict",
+    "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict", "EmbeddingBag",
 ]
