@@ -13,7 +13,7 @@ import numpy as np
 
 from cgrad import _checks
 from cgrad._C import _wrap
-from cgrad.nn.functional._sparse import embedding
+from cgrad.nn.functional._sparse import _renorm, embedding
 
 
 def _size(shape):
@@ -93,7 +93,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     keep = np.ones(pos.shape, dtype=bool) if padding_idx is None else idx[pos] != padding_idx
     sel = pos[keep]
     seg = seg[keep]
-    rows = embedding(_wrap(idx[sel].astype(np.int64)), weight, None, max_norm, norm_type,
+    if max_norm is not None and idx.size:
+        _renorm(weight, idx, max_norm, norm_type)    # every index, the padding one too
+    rows = embedding(_wrap(idx[sel].astype(np.int64)), weight, None, None, norm_type,
                      scale_grad_by_freq, sparse)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights[_wrap(sel)].unsqueeze(1)

@@ -119,15 +119,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if idx.size and (idx.min() < 0 or idx.max() >= V):
         raise IndexError("index out of range in self")
     if max_norm is not None:
-        uniq = np.unique(idx)
-        rows = W[uniq]
-        norms = np.linalg.norm(rows, ord=norm_type, axis=1)
-        over = norms > max_norm
-        if over.any():
-            W[uniq[over]] = rows[over] * (max_norm / (norms[over] + 1e-7))[:, None].astype(W.dtype)
-            weight._bump_version()
+        _renorm(weight, idx, max_norm, norm_type)
     return _Embedding.apply(weight, idx.astype(np.int64, copy=False), padding_idx,
                             bool(scale_grad_by_freq), False, bool(sparse))
+
+
+def _renorm(weight, idx, max_norm, norm_type):
+    """torch's embedding_renorm_: rows of weight looked up at idx whose norm exceeds
+    max_norm are scaled in place to max_norm / (norm + 1e-7) (no gradient)."""
+    W = weight._data
+    uniq = np.unique(idx)
+    rows = W[uniq]
+    norms = np.linalg.norm(rows, ord=norm_type, axis=1)
+    over = norms > max_norm
+    if over.any():
+        W[uniq[over]] = rows[over] * (max_norm / (norms[over] + 1e-7))[:, None].astype(W.dtype)
+        weight._bump_version()
 
 
 def one_hot(tensor, num_classes=-1):
