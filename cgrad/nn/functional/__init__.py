@@ -105,9 +105,7 @@ __all__ = [
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_relu", "linear",
-                 "one_hot", "relu", "relu_", "selu", "silu", "softplus", "kl_div",
-                 "cosine_embedding_loss", "triplet_margin_loss", "multilabel_margin_loss",
-                 "soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss")
+                 "one_hot", "relu", "relu_", "selu", "silu", "softplus")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,
