@@ -238,6 +238,12 @@ def test_ctc_module_and_errors(torch):
         F.ctc_loss(x, cgrad.tensor(TGT), cgrad.tensor(IL + 1), cgrad.tensor(TL))
     with pytest.raises(ValueError, match="is not a valid value for reduction"):
         F.ctc_loss(x, cgrad.tensor(TGT), cgrad.tensor(IL), cgrad.tensor(TL), reduction="x")
+    xr = cgrad.tensor(LOGITS, requires_grad=True)
+    loss = F.ctc_loss(xr.log_softmax(-1), cgrad.tensor(TGT), cgrad.tensor(IL), cgrad.tensor(TL))
+    (g,) = cgrad.autograd.grad(loss, xr, create_graph=True)
+    with pytest.raises(RuntimeError, match="derivative for _ctc_loss_backward is not "
+                                           "implemented"):
+        g.sum().backward()
 
 
 # ------------------------------------------------------------------------------------------

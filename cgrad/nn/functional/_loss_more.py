@@ -9,7 +9,8 @@ the ops' own); ``ctc_loss`` is one fused node (``CtcLossBackward0``): the alpha 
 log space, vectorised over the batch and the label positions (a loop over time steps only),
 and a backward by the alpha-beta formula. As torch's kernel, that backward returns
 ``exp(log_probs) - gamma`` (the gradient with respect to the logits under a log_softmax,
-which is what flows back through log_softmax unchanged) and is not itself differentiable."""
+which is what flows back through log_softmax unchanged) and is not itself differentiable
+(double backward raises torch's "derivative for _ctc_loss_backward is not implemented")."""
 from __future__ import annotations
 
 import math
@@ -380,6 +381,7 @@ class _CtcLoss(Function):
         if zero_infinity:
             nll = np.where(np.isinf(nll), 0, nll)
         if ctx is not None:
+            ctx.save_for_backward(log_probs)
             ctx._aux = (lp, lab, Tl, Sl, Lb, skip, emit, alpha, nll, blank, zero_infinity)
         return nll.astype(lp.dtype)
 
@@ -427,7 +429,23 @@ class _CtcLoss(Function):
         if zero_infinity:
             grad[:, np.isinf(raw_nll)] = 0
         gl = g.reshape(1, N, 1) if g.dim() else g
-        return _wrap(grad.astype(lp.dtype)) * gl, None, None, None, None, None
+        (log_probs,) = ctx.saved_tensors
+        return (_CtcLossGrad.apply(gl, log_probs, grad.astype(lp.dtype)), None, None, None, None,
+                None)
+
+
+class _CtcLossGrad(Function):
+    """The gradient of ctc_loss: the alpha-beta array times the incoming gradient. As torch,
+    it has no derivative of its own."""
+    _node_name = "CtcLossBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, log_probs, grad):
+        return grad * g._data
+
+    @staticmethod
+    def backward(ctx, gg):
+        raise RuntimeError("derivative for _ctc_loss_backward is not implemented")
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
