@@ -42,10 +42,10 @@ def test_sparse_gradient_and_optimizers(torch, padding_idx):
     et = torch.nn.Embedding(V, D, padding_idx=padding_idx, sparse=True,
                             _weight=torch.tensor(WEIGHT))
     assert repr(ec) == repr(et)
-    oc = [cgrad.optim.SparseAdam(ec.parameters(), lr=0.1), cgrad.optim.SGD(ec.parameters(),
-                                                                            lr=0.1)]
-    ot = [torch.optim.SparseAdam(et.parameters(), lr=0.1), torch.optim.SGD(et.parameters(),
-                                                                            lr=0.1)]
+    oc = [cgrad.optim.SparseAdam(ec.parameters(), lr=0.1),
+          cgrad.optim.SGD(ec.parameters(), lr=0.1, momentum=0.9)]
+    ot = [torch.optim.SparseAdam(et.parameters(), lr=0.1),
+          torch.optim.SGD(et.parameters(), lr=0.1, momentum=0.9)]
     for step in range(2):
         g = RNG.standard_normal(IDX.shape + (D,))
         (ec(cgrad.tensor(IDX)) * cgrad.tensor(g)).sum().backward()
