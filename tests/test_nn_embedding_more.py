@@ -156,8 +156,9 @@ def test_embedding_bag_per_sample_weights_and_double_backward(torch):
     # is not implemented"); cgrad's is checked by finite differences
     w = cgrad.tensor(WEIGHT, requires_grad=True)
     p = cgrad.tensor(psw, requires_grad=True)
-    fn = lambda w, p: F.embedding_bag(cgrad.tensor(FLAT), w, cgrad.tensor(OFFS), mode="sum",  # noqa: E731
-                                      per_sample_weights=p)
+    def fn(w, p):
+        return F.embedding_bag(cgrad.tensor(FLAT), w, cgrad.tensor(OFFS), mode="sum",
+                               per_sample_weights=p)
     assert gradcheck(fn, [w, p])
     assert gradgradcheck(fn, [w, p])
     assert gradcheck(lambda w: F.embedding_bag(cgrad.tensor(FLAT), w, cgrad.tensor(OFFS),

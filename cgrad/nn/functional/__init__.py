@@ -47,8 +47,9 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
 (linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
-``_sparse`` (embedding, one_hot), ``_loss_more`` (kl_div, margin and
-ranking losses, ctc_loss, ...), ``_embedding_bag``, ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling) and ``_utils`` (shared helpers).
+``_sparse`` (embedding, one_hot), ``_loss_more`` (kl_div, margin and ranking losses,
+ctc_loss, ...), ``_embedding_bag``, ``_padding`` (pad), ``_pooling`` (max/avg/adaptive
+pooling) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 

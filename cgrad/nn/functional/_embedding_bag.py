@@ -88,7 +88,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     lengths = np.maximum(ends - starts, 0)
     seg = np.repeat(np.arange(B, dtype=np.int64), lengths)           # bag of each entry
     total = int(lengths.sum())
-    first = np.cumsum(lengths) - lengths                              # entry number of a bag's start
+    first = np.cumsum(lengths) - lengths          # entry number of each bag's start
     pos = np.repeat(starts, lengths) + np.arange(total) - np.repeat(first, lengths)
     keep = np.ones(pos.shape, dtype=bool) if padding_idx is None else idx[pos] != padding_idx
     sel = pos[keep]

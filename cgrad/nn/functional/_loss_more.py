@@ -351,7 +351,7 @@ class _CtcLoss(Function):
     @staticmethod
     def forward(ctx, log_probs, lab, Tl, Sl, blank, zero_infinity):
         lp = log_probs._data                       # (T, N, C)
-        T, N, C = lp.shape
+        T, N, _ = lp.shape
         L = lab.shape[1]                           # 2 Smax + 1
         ninf = -np.inf
         n = np.arange(N)
@@ -387,7 +387,7 @@ class _CtcLoss(Function):
 
     @staticmethod
     def backward(ctx, g):
-        lp, lab, Tl, Sl, Lb, skip, emit, alpha, nll, blank, zero_infinity = ctx._aux
+        lp, lab, Tl, Sl, Lb, skip, emit, alpha, _, _, zero_infinity = ctx._aux
         T, N, C = lp.shape
         L = lab.shape[1]
         ninf = -np.inf
