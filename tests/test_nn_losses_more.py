@@ -345,3 +345,34 @@ def test_errors():
         F.multilabel_margin_loss(x, cgrad.tensor(MLT[:, :2]))
     with pytest.raises(TypeError):
         F.kl_div(X, cgrad.tensor(P))
+
+
+@pytest.mark.parametrize("case", ["input_lengths_size", "target_lengths_size", "too_long",
+                                  "input_too_long", "concat_size", "float_lengths",
+                                  "negative_length"])
+def test_ctc_errors_match_torch(torch, case):
+    def call(mod):
+        f = F.ctc_loss if mod is cgrad else mod.nn.functional.ctc_loss
+        lp = mod.tensor(LOGITS).log_softmax(-1)
+        tg, il, tl = TGT, IL, TL
+        if case == "input_lengths_size":
+            il = IL[:2]
+        elif case == "target_lengths_size":
+            tl = TL[:2]
+        elif case == "too_long":
+            tl = np.array([4, 2, 1])
+        elif case == "input_too_long":
+            il = IL + 1
+        elif case == "concat_size":
+            tg = np.array([1, 2])
+        elif case == "float_lengths":
+            il = IL.astype(np.float64)
+        else:
+            il = np.array([-1, 4, 5])
+        f(lp, mod.tensor(tg), mod.tensor(il), mod.tensor(tl))
+
+    with pytest.raises(RuntimeError) as et:
+        call(torch)
+    with pytest.raises(RuntimeError) as ec:
+        call(cgrad)
+    assert str(ec.value) == str(et.value).split("\n")[0]

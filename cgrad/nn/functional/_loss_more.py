@@ -467,24 +467,27 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if unbatched:
         tg = tg.reshape(1, -1)
     if Tl.shape[0] != N:
-        raise RuntimeError(f"input_lengths must be of size batch_size, but got "
-                           f"{Tl.shape[0]}")
+        raise RuntimeError("input_lengths must be of size batch_size")
     if Sl.shape[0] != N:
-        raise RuntimeError(f"target_lengths must be of size batch_size, but got "
-                           f"{Sl.shape[0]}")
+        raise RuntimeError("target_lengths must be of size batch_size")
     if not 0 <= blank < C:
         raise RuntimeError("blank must be in label range")
+    for name, a in (("input_lengths", Tl), ("target_lengths", Sl)):
+        if (a < 0).any():
+            raise RuntimeError(f"Expected {name} to have value at least 0, but got value "
+                               f"{a[np.argmax(a < 0)]} (while checking arguments for "
+                               "ctc_loss_allocate_outputs)")
     if (Tl > T).any():
         b = int(np.argmax(Tl > T))
         raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
-                           f"{Tl[b]} (while checking arguments for ctc_loss_cpu)")
+                           f"{Tl[b]} (while checking arguments for ctc_loss_allocate_outputs)")
     Smax = int(Sl.max()) if N else 0
     if tg.ndim == 1:
-        if tg.shape[0] < Sl.sum():
-            raise RuntimeError("Expected tensor to have size at least "
+        if tg.shape[0] != Sl.sum():
+            raise RuntimeError("Expected tensor to have size "
                                f"{int(Sl.sum())} at dimension 0, but got size {tg.shape[0]} "
                                "for argument #2 'targets' (while checking arguments for "
-                               "ctc_loss_cpu)")
+                               "ctc_loss_allocate_outputs)")
         off = np.concatenate([[0], np.cumsum(Sl)[:-1]])
         j = np.arange(Smax)
         idx = np.minimum(off[:, None] + j[None, :], max(tg.shape[0] - 1, 0))
@@ -494,7 +497,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         if tg.shape[1] < Smax:
             raise RuntimeError(f"Expected tensor to have size at least {Smax} at dimension 1, "
                                f"but got size {tg.shape[1]} for argument #2 'targets' (while "
-                               "checking arguments for ctc_loss_cpu)")
+                               "checking arguments for ctc_loss_allocate_outputs)")
         padded = np.where(np.arange(Smax)[None, :] < Sl[:, None], tg[:, :Smax], blank)
     lab = np.full((N, 2 * Smax + 1), blank, dtype=np.int64)
     lab[:, 1::2] = padded
