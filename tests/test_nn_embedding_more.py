@@ -243,3 +243,23 @@ def test_parameter_dict_api(torch):
     dc.clear()
     assert len(dc) == 0 and list(dc.parameters()) == []
     assert nn.ParameterList is not None and len(nn.ParameterList([cgrad.ones(1)])) == 1
+
+
+BAG_ERRORS = {
+    "weight_1d": lambda m, T: m.embedding_bag(T([1, 2]), T(np.ones(3)), T([0])),
+    "index_range": lambda m, T: m.embedding_bag(T([1, 9]), T(np.ones((3, 2))), T([0])),
+    "float_offsets": lambda m, T: m.embedding_bag(T([1, 2]), T(np.ones((3, 2))), T([0.0])),
+    "float_input": lambda m, T: m.embedding_bag(T([1.0, 2]), T(np.ones((3, 2))), T([0])),
+    "last_offset": lambda m, T: m.embedding_bag(T([1, 2, 0]), T(np.ones((3, 2))), T([0, 5])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAG_ERRORS))
+def test_embedding_bag_error_messages_match_torch(torch, case):
+    f = BAG_ERRORS[case]
+    with pytest.raises(Exception) as et:
+        f(torch.nn.functional, lambda a: torch.tensor(np.asarray(a)))
+    with pytest.raises(Exception) as ec:
+        f(F, lambda a: cgrad.tensor(np.asarray(a)))
+    assert type(ec.value) is type(et.value)
+    assert str(ec.value) == str(et.value).split("\n")[0].replace("torch", "cgrad")

@@ -376,3 +376,30 @@ def test_ctc_errors_match_torch(torch, case):
     with pytest.raises(RuntimeError) as ec:
         call(cgrad)
     assert str(ec.value) == str(et.value).split("\n")[0]
+
+
+ERROR_CASES = {
+    "multi_margin_target_size": lambda m, T: m.multi_margin_loss(T(X), T([0, 1])),
+    "multi_margin_3d": lambda m, T: m.multi_margin_loss(T(np.ones((2, 2, 2))), T([0, 1])),
+    "multilabel_margin_size": lambda m, T: m.multilabel_margin_loss(
+        T(X), T(np.zeros((3, 3), dtype=np.int64))),
+    "multilabel_margin_range": lambda m, T: m.multilabel_margin_loss(T(X), T(np.full((3, 4),
+                                                                                       5))),
+    "cosine_2d_target": lambda m, T: m.cosine_embedding_loss(T(X), T(Y), T(np.ones((3, 1)))),
+    "cosine_0d_target": lambda m, T: m.cosine_embedding_loss(T(X), T(Y), T(1.0)),
+    "multilabel_soft_reduction": lambda m, T: m.multilabel_soft_margin_loss(
+        T(X), T(Y), reduction="foo"),
+    "soft_margin_shape": lambda m, T: m.soft_margin_loss(T(X), T(np.ones((2, 4)))),
+    "triplet_reduction": lambda m, T: m.triplet_margin_loss(T(X), T(Y), T(Z), reduction="x"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_error_messages_match_torch(torch, case):
+    f = ERROR_CASES[case]
+    with pytest.raises(Exception) as et:
+        f(torch.nn.functional, lambda a: torch.tensor(np.asarray(a)))
+    with pytest.raises(Exception) as ec:
+        f(F, lambda a: cgrad.tensor(np.asarray(a)))
+    assert type(ec.value) is type(et.value)
+    assert str(ec.value) == str(et.value).split("\n")[0].replace("torch", "cgrad")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cgrad import _checks
+from cgrad import _C, _checks
 from cgrad._C import _wrap
 from cgrad.nn.functional._sparse import _renorm, embedding
 
@@ -37,6 +37,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
     idx = np.asarray(input._data)
+    for t in (input, offsets):
+        if t is not None and t._data.dtype not in (np.int64, np.int32):
+            raise RuntimeError(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar "
+                f"types: Long, Int; but got {_C._type_name(t._data)} instead (while checking "
+                "arguments for embedding_bag)")
     if idx.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
@@ -75,8 +81,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         starts, ends = off[:-1], off[1:]
     else:
         starts, ends = off, np.append(off[1:], n)
-    if (np.diff(off) < 0).any() or (off.size and off[-1] > n):
-        raise RuntimeError(f"offsets has to be non-decreasing and at most {n}")
+    if off.size and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {off[-1]}")
+    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
+        bad = idx[(idx < 0) | (idx >= weight.shape[0])][0]
+        raise RuntimeError("embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
+                           f"idx to be {bad}")
     B = starts.shape[0]
     V, D = weight.shape
     if padding_idx is not None:

@@ -195,8 +195,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     y = _class_targets(input, target, "multi_margin_loss").reshape(-1)
     N, C = x.shape
     if y.shape[0] != N:
-        raise RuntimeError(f"inconsistent target size, expected {N} but got "
-                           f"{list(target.shape)}")
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{N}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
     if y.size and (y.min() < 0 or y.max() >= C):
         raise RuntimeError("target out of range")
     xy = x.gather(1, _wrap(y[:, None]))
@@ -226,7 +228,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     N, C = x.shape
     valid = np.cumprod(y >= 0, axis=1).astype(bool)        # before the first -1
     if (y[valid] >= C).any():
-        raise RuntimeError("multilabel_margin_loss: target out of range")
+        raise RuntimeError("argument #2 'target' is out of range")
     yc = np.where(valid, y, 0)
     is_t = np.zeros((N, C), dtype=bool)
     rows = np.broadcast_to(np.arange(N)[:, None], y.shape)
@@ -246,6 +248,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     _args("multilabel_soft_margin_loss", input, target)
     reduction = _red(reduction, size_average, reduce)
     from cgrad.nn.functional._activation import softplus
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     loss = target * softplus(-input) + (1 - target) * softplus(input)
     if weight is not None:
         loss = loss * weight
@@ -260,7 +264,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     _not_differentiable(target, "soft_margin_loss", "target")
     reduction = _red(reduction, size_average, reduce)
     from cgrad.nn.functional._activation import softplus
-    return _apply_reduction(softplus(-target * input), reduction)
+    return _apply_reduction(softplus(-(input * target)), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
