@@ -448,11 +448,32 @@ ARGS = {
     "delta": "(float) the threshold at which to change between the squared and the linear "
              "loss.",
     "padding_idx": "(int, optional) the entries at this index get no gradient.",
-    "max_norm": "(float, optional) rows with a larger norm are renormalized (not "
-                "supported).",
+    "max_norm": "(float, optional) looked-up rows with a larger norm are renormalized in "
+                "place.",
     "norm_type": "(float) the p of the p-norm for max_norm.",
     "scale_grad_by_freq": "(bool) scale gradients by the inverse frequency of the indices.",
-    "sparse": "(bool) if True, the gradient of weight is sparse (not supported).",
+    "sparse": "(bool) if True, the gradient of weight is a sparse COO tensor.",
+    # cgrad/nn/functional/_loss_more.py, _embedding_bag.py
+    "margin": "(float) the margin of the hinge.",
+    "log_target": "(bool) whether target holds log-probabilities.",
+    "log_probs": "(Tensor) log-probabilities of shape (T, N, C) or (T, C).",
+    "targets": "(Tensor) the target labels, padded (N, S) or concatenated 1-D.",
+    "input_lengths": "(Tensor or tuple of ints) the length of each input sequence.",
+    "target_lengths": "(Tensor or tuple of ints) the length of each target sequence.",
+    "blank": "(int) the blank label (default 0).",
+    "zero_infinity": "(bool) replace infinite losses (and their gradients) by zero.",
+    "offsets": "(LongTensor, optional) the start of each bag in a 1-D input.",
+    "per_sample_weights": "(Tensor, optional) a weight for each looked-up row ('sum' mode).",
+    "include_last_offset": "(bool) the last offset ends the last bag.",
+    "var": "(Tensor or float) the predicted variances.",
+    "full": "(bool) include the constant term of the log-likelihood.",
+    "log_input": "(bool) whether input holds the log of the rate.",
+    "anchor": "(Tensor) the anchor examples.",
+    "positive": "(Tensor) the positive examples.",
+    "negative": "(Tensor) the negative examples.",
+    "swap": "(bool) use the smaller of d(anchor, negative) and d(positive, negative).",
+    "distance_function": "(callable, optional) the distance of two tensors (default: "
+                         "pairwise distance).",
     "num_classes": "(int) the number of classes (-1: one more than the largest index).",
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
@@ -533,6 +554,8 @@ ARGS = {
     "groups": "(int) the number of blocked connections from input to output channels.",
 }
 OVERRIDE = {
+    ("embedding_bag", "mode"): "(str) 'sum', 'mean' (default) or 'max'.",
+    ("kl_div", "reduction"): "(str) 'mean' (default), 'batchmean', 'sum' or 'none'.",
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
     ("index_add", "alpha"): "(Number) the scalar multiplier for source.",
     ("index_add", "source"): "(Tensor) the tensor containing values to add.",

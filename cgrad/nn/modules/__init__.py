@@ -7,9 +7,15 @@ from cgrad.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, CosineSimil
                                          PairwiseDistance, PReLU, ReLU, ReLU6, RReLU, Sigmoid,
                                          SiLU, Softmax, Softmax2d, Softmin, Softplus,
                                          Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
-from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss,
-                                   MSELoss, NLLLoss)
-from cgrad.nn.modules.container import ModuleDict, ModuleList, ParameterList, Sequential
+from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,
+                                   CrossEntropyLoss, CTCLoss, GaussianNLLLoss,
+                                   HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
+                                   MarginRankingLoss, MSELoss, MultiLabelMarginLoss,
+                                   MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss,
+                                   PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
+                                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+from cgrad.nn.modules.container import (ModuleDict, ModuleList, ParameterDict, ParameterList,
+                                        Sequential)
 from cgrad.nn.modules.conv import Conv1d, Conv2d, Fold, Unfold
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
@@ -18,7 +24,7 @@ from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, M
 from cgrad.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d,
                                            InstanceNorm2d, LayerNorm, LocalResponseNorm,
                                            RMSNorm)
-from cgrad.nn.modules.sparse import Embedding
+from cgrad.nn.modules.sparse import Embedding, EmbeddingBag
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -31,4 +37,8 @@ __all__ = [
     "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish", "Softsign", "Tanhshrink",
     "LogSigmoid", "Threshold", "GLU", "Softmin", "Softmax2d", "Hardshrink", "Softshrink", "CELU",
     "RReLU", "PReLU", "CosineSimilarity", "PairwiseDistance",
+    "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss",
+    "MarginRankingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
+    "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict", "EmbeddingBag",
 ]
