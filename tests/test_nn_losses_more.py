@@ -275,8 +275,7 @@ MODULES = [
 @pytest.mark.parametrize("name,kw,fname,arrays", MODULES, ids=[m[0] for m in MODULES])
 def test_modules(torch, name, kw, fname, arrays):
     mc, mt = getattr(nn, name)(**kw), getattr(torch.nn, name)(**kw)
-    if name != "TripletMarginWithDistanceLoss":      # torch holds a PairwiseDistance child
-        assert repr(mc) == repr(mt)
+    assert repr(mc) == repr(mt)     # TripletMarginWithDistanceLoss: a PairwiseDistance child
     assert list(mc.state_dict()) == list(mt.state_dict())
     assert mc.reduction == mt.reduction
     oc = mc(*[_t(cgrad, a, False) for a in arrays])

@@ -191,6 +191,9 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
+        if distance_function is None:       # a child module, as torch's (its repr shows it)
+            from cgrad.nn.modules.activation import PairwiseDistance
+            distance_function = PairwiseDistance()
         self.distance_function = distance_function
         self.margin = margin
         self.swap = swap
