@@ -62,6 +62,8 @@ from cgrad.ops.shape import UnsafeView, View  # noqa: F401
 from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
                                              relu_, selu, sigmoid, silu, softmax, softplus,
                                              tanh)
+from cgrad.nn.functional._attention import (multi_head_attention_forward,
+                                             scaled_dot_product_attention)
 from cgrad.nn.functional._conv import conv1d, conv2d, fold, unfold
 from cgrad.nn.functional._dropout import dropout
 from cgrad.nn.functional._linear import bilinear, linear
@@ -81,6 +83,7 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
