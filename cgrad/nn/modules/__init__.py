@@ -13,6 +13,10 @@ from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, M
                                       MaxPool2d, Upsample)
 from cgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from cgrad.nn.modules.sparse import Embedding
+from cgrad.nn.modules.attention import MultiheadAttention
+from cgrad.nn.modules.transformer import (Transformer, TransformerDecoder,
+                                          TransformerDecoderLayer, TransformerEncoder,
+                                          TransformerEncoderLayer)
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -21,5 +25,6 @@ __all__ = [
     "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
     "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv1d", "Conv2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "Unfold", "Fold",
-    "Upsample",
+    "Upsample", "MultiheadAttention", "Transformer", "TransformerEncoder",
+    "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]
