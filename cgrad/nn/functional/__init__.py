@@ -41,7 +41,9 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
 (linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
-``_sparse`` (embedding, one_hot), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling) and ``_utils`` (shared helpers).
+``_sparse`` (embedding, one_hot), ``_attention`` (scaled_dot_product_attention,
+multi_head_attention_forward), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling)
+and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ __all__ = [
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_relu", "linear",
-                 "one_hot", "relu", "relu_", "selu", "silu", "softplus")
+                 "one_hot", "relu", "relu_", "scaled_dot_product_attention", "selu", "silu",
+                 "softplus")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,

@@ -149,7 +149,7 @@ class _SDPA(Function):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+                                 is_causal=False, *, scale=None, enable_gqa=False):
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, with
     arbitrary leading batch dims. ``attn_mask``: bool (True takes part) or float (added);
     ``is_causal`` masks the upper triangle (an error together with ``attn_mask``, as torch's
@@ -241,7 +241,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  static_v=None, average_attn_weights=True, is_causal=False):
     """Multi-head attention on (L, N, E) inputs (or unbatched (L, E)), as
     nn.MultiheadAttention calls it; returns ``(output, weights or None)``."""
-    import cgrad
+    from cgrad._creation import zeros
+    from cgrad.ops.joining import cat
+    from cgrad.ops.linalg import bmm
+    from cgrad.ops.products import baddbmm
     from cgrad.nn.functional._linear import linear
     from cgrad.nn.functional._dropout import dropout
     from cgrad.nn.functional._padding import pad
@@ -310,8 +313,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key/value.")
-        k = cgrad.cat([k, bias_k.expand(1, bsz, embed_dim)])
-        v = cgrad.cat([v, bias_v.expand(1, bsz, embed_dim)])
+        k = cat([k, bias_k.expand(1, bsz, embed_dim)])
+        v = cat([v, bias_v.expand(1, bsz, embed_dim)])
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -329,8 +332,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if add_zero_attn:
         zshape = (bsz * num_heads, 1, head_dim)
-        k = cgrad.cat([k, cgrad.zeros(zshape, dtype=k.dtype)], dim=1)
-        v = cgrad.cat([v, cgrad.zeros(zshape, dtype=v.dtype)], dim=1)
+        k = cat([k, zeros(zshape, dtype=k.dtype)], dim=1)
+        v = cat([v, zeros(zshape, dtype=v.dtype)], dim=1)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -351,13 +354,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if need_weights:
         q_scaled = q * math.sqrt(1.0 / head_dim)
         if attn_mask is not None:
-            w = cgrad.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+            w = baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
-            w = cgrad.bmm(q_scaled, k.transpose(-2, -1))
+            w = bmm(q_scaled, k.transpose(-2, -1))
         w = w.softmax(-1)
         if dropout_p > 0.0:
             w = dropout(w, p=dropout_p)
-        out = cgrad.bmm(w, v)
+        out = bmm(w, v)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = linear(out, out_proj_weight, out_proj_bias)
         out = out.reshape(tgt_len, bsz, out.shape[1])
