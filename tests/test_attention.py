@@ -303,3 +303,23 @@ def test_transformer_encoder_nested_tensor_warning():
                                          "_tensor is False because encoder_layer.self_attn."
                                          "batch_first was not True"):
         nn.TransformerEncoder(layer, 1)
+
+
+def test_mismatched_mask_types_warn_as_torch():
+    torch = pytest.importorskip("torch")
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 1)
+    tl = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    te = torch.nn.TransformerEncoder(tl, 1)
+    kpm = np.zeros((2, 3), bool)
+    mask = np.triu(np.full((3, 3), -np.inf), 1).astype(np.float32)
+    x = _randn(2, 3, 8).astype(np.float32)
+    msg = "Support for mismatched src_key_padding_mask and mask is deprecated"
+    with pytest.warns(UserWarning, match=msg):
+        te(torch.tensor(x), mask=torch.tensor(mask), src_key_padding_mask=torch.tensor(kpm))
+    with pytest.warns(UserWarning, match=msg):
+        enc(cgrad.tensor(x), mask=cgrad.tensor(mask), src_key_padding_mask=cgrad.tensor(kpm))
+    mha = nn.MultiheadAttention(8, 2)
+    with pytest.warns(UserWarning, match="mismatched key_padding_mask and attn_mask"):
+        y = cgrad.tensor(_randn(3, 2, 8).astype(np.float32))
+        mha(y, y, y, key_padding_mask=cgrad.tensor(kpm), attn_mask=cgrad.tensor(mask))

@@ -221,15 +221,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type):
-    """A bool mask (True = masked out) becomes a float mask with -inf; a float mask is kept."""
+    """A bool mask (True = masked out) becomes a float mask with -inf; a float mask is kept.
+    torch's deprecation warning when ``mask``'s dtype differs from ``other_type``'s."""
     if mask is None:
         return None
     md = mask._data.dtype
     if md != np.bool_ and md.kind != "f":
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if other_type is not None and md != other_type:
+        import warnings
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+                      "Use same type for both instead.", UserWarning, stacklevel=3)
     if md == np.bool_:
         return _wrap(np.where(mask._data, -np.inf, 0).astype(target_type))
     return mask
+
+
+def _dtype_of(mask):
+    return None if mask is None else mask._data.dtype
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -263,8 +272,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                              f" but found {key.dim()}-D and {value.dim()}-D tensors "
                              "respectively")
     dt = query._data.dtype
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None,
-                                       "attn_mask", dt)
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       _dtype_of(attn_mask), "attn_mask", dt)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "

@@ -53,9 +53,9 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     return make_causal
 
 
-def _canonical(mask, dtype):
-    from cgrad.nn.functional._attention import _canonical_mask
-    return _canonical_mask(mask, "mask", None, "", dtype)
+def _canonical(mask, dtype, name="mask", other=None, other_name=""):
+    from cgrad.nn.functional._attention import _canonical_mask, _dtype_of
+    return _canonical_mask(mask, name, _dtype_of(other), other_name, dtype)
 
 
 class TransformerEncoderLayer(Module):
@@ -91,7 +91,8 @@ class TransformerEncoderLayer(Module):
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         dt = src._data.dtype
-        src_key_padding_mask = _canonical(src_key_padding_mask, dt)
+        src_key_padding_mask = _canonical(src_key_padding_mask, dt, "src_key_padding_mask",
+                                          src_mask, "src_mask")
         src_mask = _canonical(src_mask, dt)
         x = src
         if self.norm_first:
@@ -228,7 +229,8 @@ class TransformerEncoder(Module):
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         dt = src._data.dtype
-        src_key_padding_mask = _canonical(src_key_padding_mask, dt)
+        src_key_padding_mask = _canonical(src_key_padding_mask, dt, "src_key_padding_mask",
+                                          mask, "mask")
         mask = _canonical(mask, dt)
         first = self.layers[0] if len(self.layers) else None
         batch_first = first.self_attn.batch_first if first is not None and hasattr(
