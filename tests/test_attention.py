@@ -1,6 +1,8 @@
 """F.scaled_dot_product_attention, F.multi_head_attention_forward, nn.MultiheadAttention and
 the Transformer modules against torch 2.13 (copied weights), finite differences and double
 backward."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -323,3 +325,22 @@ def test_mismatched_mask_types_warn_as_torch():
     with pytest.warns(UserWarning, match="mismatched key_padding_mask and attn_mask"):
         y = cgrad.tensor(_randn(3, 2, 8).astype(np.float32))
         mha(y, y, y, key_padding_mask=cgrad.tensor(kpm), attn_mask=cgrad.tensor(mask))
+
+
+def test_encoder_eval_padding_fast_path_zeroes_padded_positions_as_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tl = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    te = torch.nn.TransformerEncoder(tl, 1).eval()
+    ce = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1).eval()
+    _copy_state(ce, te)
+    x = _randn(2, 3, 8).astype(np.float32)
+    kpm = np.zeros((2, 3), bool)
+    kpm[1, 2] = True
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # torch: "nested tensors ... prototype stage"
+        ref = te(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm))
+    with cgrad.no_grad():
+        out = ce(cgrad.tensor(x), src_key_padding_mask=cgrad.tensor(kpm))
+    _close(out, ref, 1e-5)
+    np.testing.assert_array_equal(out.numpy()[1, 2], 0)

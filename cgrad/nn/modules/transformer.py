@@ -241,13 +241,36 @@ class TransformerEncoder(Module):
         elif src.dim() == 2:
             seq_len = src.shape[0]
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        keep = self._nested_keep(src, mask, src_key_padding_mask)
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=is_causal,
                       src_key_padding_mask=src_key_padding_mask)
+        if keep is not None:
+            out = out * keep
         if self.norm is not None:
             out = self.norm(out)
         return out
+
+    def _nested_keep(self, src, mask, src_key_padding_mask):
+        """torch's nested-tensor fast path (eval, no gradient wanted, a left-aligned padding
+        mask, no attention mask) drops the padded positions and pads the result with zeros
+        again: the same values at the kept positions, zeros at the padded ones. Returns the
+        (N, S, 1) 0/1 factor that reproduces it, or None when torch takes the normal path."""
+        from cgrad._C import _wrap
+        from cgrad.nn.functional._utils import _grad_enabled
+        if (not self.use_nested_tensor or not len(self.layers) or self.layers[0].training
+                or src.dim() != 3 or src_key_padding_mask is None or mask is not None):
+            return None
+        if _grad_enabled() and (src.requires_grad
+                                or any(p.requires_grad for p in self.parameters())):
+            return None
+        valid = src_key_padding_mask._data == 0
+        if self.mask_check:
+            n = valid.sum(axis=1)
+            if not np.array_equal(valid, np.arange(valid.shape[1]) < n[:, None]):
+                return None
+        return _wrap(valid[:, :, None].astype(src._data.dtype))
 
 
 class TransformerDecoder(Module):
