@@ -78,13 +78,19 @@ def test_sdpa_float32_leading_dims_and_fully_masked_row():
     arrs = [_randn(3, 4, 6).astype(np.float32) for _ in range(3)]     # one leading dim
     m = RNG.random((4, 4)) > 0.4
     m[1] = False                                                       # a fully masked row
-    out = F.scaled_dot_product_attention(*[cgrad.tensor(a) for a in arrs],
-                                         attn_mask=cgrad.tensor(m))
-    ref = torch.nn.functional.scaled_dot_product_attention(*[torch.tensor(a) for a in arrs],
-                                                           attn_mask=torch.tensor(m))
+    ci = [cgrad.tensor(a, requires_grad=True) for a in arrs]
+    ti = [torch.tensor(a, requires_grad=True) for a in arrs]
+    out = F.scaled_dot_product_attention(*ci, attn_mask=cgrad.tensor(m))
+    ref = torch.nn.functional.scaled_dot_product_attention(*ti, attn_mask=torch.tensor(m))
     assert out.dtype == cgrad.float32
     _close(out, ref, 1e-5)
-    np.testing.assert_array_equal(out.numpy()[:, 1], 0)
+    np.testing.assert_array_equal(out.detach().numpy()[:, 1], 0)
+    g = _randn(*out.shape).astype(np.float32)
+    (out * cgrad.tensor(g)).sum().backward()
+    (ref * torch.tensor(g)).sum().backward()
+    for a, b in zip(ci, ti):
+        assert a.grad.dtype == cgrad.float32
+        _close(a.grad, b.grad, 1e-5)
 
 
 def test_sdpa_gradcheck_and_double_backward():
@@ -344,3 +350,17 @@ def test_encoder_eval_padding_fast_path_zeroes_padded_positions_as_torch():
         out = ce(cgrad.tensor(x), src_key_padding_mask=cgrad.tensor(kpm))
     _close(out, ref, 1e-5)
     np.testing.assert_array_equal(out.numpy()[1, 2], 0)
+
+
+def test_multihead_attention_dropout_seeded_and_double_backward():
+    mha = nn.MultiheadAttention(4, 2, dropout=0.5).double()
+    x = cgrad.tensor(_randn(3, 1, 4), requires_grad=True)
+    for need in (True, False):
+        cgrad.manual_seed(5)
+        a = mha(x, x, x, need_weights=need)[0]
+        cgrad.manual_seed(5)
+        b = mha(x, x, x, need_weights=need)[0]
+        _close(a, b, 0)
+    mha.eval()
+    for need in (True, False):
+        assert gradgradcheck(lambda q: mha(q, q, q, need_weights=need)[0], (x,))
