@@ -328,8 +328,8 @@ def test_mismatched_mask_types_warn_as_torch():
     with pytest.warns(UserWarning, match=msg):
         enc(cgrad.tensor(x), mask=cgrad.tensor(mask), src_key_padding_mask=cgrad.tensor(kpm))
     mha = nn.MultiheadAttention(8, 2)
+    y = cgrad.tensor(_randn(3, 2, 8).astype(np.float32))
     with pytest.warns(UserWarning, match="mismatched key_padding_mask and attn_mask"):
-        y = cgrad.tensor(_randn(3, 2, 8).astype(np.float32))
         mha(y, y, y, key_padding_mask=cgrad.tensor(kpm), attn_mask=cgrad.tensor(mask))
 
 
@@ -363,4 +363,4 @@ def test_multihead_attention_dropout_seeded_and_double_backward():
         _close(a, b, 0)
     mha.eval()
     for need in (True, False):
-        assert gradgradcheck(lambda q: mha(q, q, q, need_weights=need)[0], (x,))
+        assert gradgradcheck(lambda q, need=need: mha(q, q, q, need_weights=need)[0], (x,))
