@@ -42,7 +42,9 @@ PYTHON_IN_TORCH = {
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
 C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
-                 "one_hot", "relu_", "softplus"}
+                 "one_hot", "relu_", "softplus", "hardtanh_", "threshold_", "prelu",
+                 "hardshrink", "softshrink", "cosine_similarity",
+                 "pairwise_distance"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -436,6 +438,12 @@ ARGS = {
     "running_mean": "(Tensor, optional) the running mean, updated in training mode.",
     "running_var": "(Tensor, optional) the running variance, updated in training mode.",
     "normalized_shape": "(tuple of ints) the trailing shape over which to normalize.",
+    "num_groups": "(int) the number of groups the channels are split into.",
+    "use_input_stats": "(bool) normalise with the input's statistics (else the running ones).",
+    "lambd": "(float) the shrinkage threshold (default 0.5).",
+    "min_val": "(float) the lower bound of the linear region (default -1).",
+    "max_val": "(float) the upper bound of the linear region (default 1).",
+    "lower": "(float) the lower bound of the random negative slope.",
     "input1": "(Tensor) the first input.",
     "input2": "(Tensor) the second input.",
     "ignore_index": "(int) a target value that is ignored (no loss, no gradient).",
@@ -444,11 +452,32 @@ ARGS = {
     "delta": "(float) the threshold at which to change between the squared and the linear "
              "loss.",
     "padding_idx": "(int, optional) the entries at this index get no gradient.",
-    "max_norm": "(float, optional) rows with a larger norm are renormalized (not "
-                "supported).",
+    "max_norm": "(float, optional) looked-up rows with a larger norm are renormalized in "
+                "place.",
     "norm_type": "(float) the p of the p-norm for max_norm.",
     "scale_grad_by_freq": "(bool) scale gradients by the inverse frequency of the indices.",
-    "sparse": "(bool) if True, the gradient of weight is sparse (not supported).",
+    "sparse": "(bool) if True, the gradient of weight is a sparse COO tensor.",
+    # cgrad/nn/functional/_loss_more.py, _embedding_bag.py
+    "margin": "(float) the margin of the hinge.",
+    "log_target": "(bool) whether target holds log-probabilities.",
+    "log_probs": "(Tensor) log-probabilities of shape (T, N, C) or (T, C).",
+    "targets": "(Tensor) the target labels, padded (N, S) or concatenated 1-D.",
+    "input_lengths": "(Tensor or tuple of ints) the length of each input sequence.",
+    "target_lengths": "(Tensor or tuple of ints) the length of each target sequence.",
+    "blank": "(int) the blank label (default 0).",
+    "zero_infinity": "(bool) replace infinite losses (and their gradients) by zero.",
+    "offsets": "(LongTensor, optional) the start of each bag in a 1-D input.",
+    "per_sample_weights": "(Tensor, optional) a weight for each looked-up row ('sum' mode).",
+    "include_last_offset": "(bool) the last offset ends the last bag.",
+    "var": "(Tensor or float) the predicted variances.",
+    "full": "(bool) include the constant term of the log-likelihood.",
+    "log_input": "(bool) whether input holds the log of the rate.",
+    "anchor": "(Tensor) the anchor examples.",
+    "positive": "(Tensor) the positive examples.",
+    "negative": "(Tensor) the negative examples.",
+    "swap": "(bool) use the smaller of d(anchor, negative) and d(positive, negative).",
+    "distance_function": "(callable, optional) the distance of two tensors (default: "
+                         "pairwise distance).",
     "num_classes": "(int) the number of classes (-1: one more than the largest index).",
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
@@ -589,6 +618,8 @@ OVERRIDE = {
                                                               "weights over the heads.",
     ("multi_head_attention_forward", "is_causal"): "(bool) a hint that attn_mask is the causal "
                                                    "mask.",
+    ("embedding_bag", "mode"): "(str) 'sum', 'mean' (default) or 'max'.",
+    ("kl_div", "reduction"): "(str) 'mean' (default), 'batchmean', 'sum' or 'none'.",
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
     ("index_add", "alpha"): "(Number) the scalar multiplier for source.",
     ("index_add", "source"): "(Tensor) the tensor containing values to add.",
@@ -639,6 +670,15 @@ OVERRIDE = {
     ("flip", "dims"): "(int or tuple of ints) the axes to flip on.",
     ("tile", "dims"): "(tuple of ints) the number of repetitions per dimension.",
     ("permute", "dims"): "(tuple of ints) the desired ordering of dimensions.",
+    ("rrelu", "upper"): "(float) the upper bound of the random negative slope.",
+    ("threshold", "threshold"): "(float) the value to threshold at.",
+    ("threshold", "value"): "(float) the value replacing the elements not above threshold.",
+    ("threshold_", "threshold"): "(float) the value to threshold at.",
+    ("threshold_", "value"): "(float) the value replacing the elements not above threshold.",
+    ("local_response_norm", "size"): "(int) the number of neighbouring channels summed.",
+    ("local_response_norm", "alpha"): "(float) the multiplicative factor (default 1e-4).",
+    ("local_response_norm", "beta"): "(float) the exponent (default 0.75).",
+    ("local_response_norm", "k"): "(float) the additive factor (default 1).",
     ("softplus", "beta"): "(float) the beta value of the softplus formulation (default 1).",
     ("smooth_l1_loss", "beta"): "(float) the threshold at which to change between the L1 "
                                 "and the L2 loss (default 1.0).",
@@ -999,8 +1039,14 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
             outer = _OUT_FORMS.get(key)         # aliases (arccos, acos) share one
             if outer is None:
                 outer = _OUT_FORMS[key] = with_out(fn, name)
-        f = wrap_function(fn, name, module, name in tensor_first,
-                          ALIASES_FUNCTION if c_bound else None, like=outer)
+        aliases = None
+        if c_bound:
+            # an alias of a parameter the function lacks never shadows one it has (torch's
+            # cosine_similarity takes x1 and x2, not input and other)
+            own = set(inspect.signature(fn).parameters)
+            aliases = {k: v for k, v in ALIASES_FUNCTION.items()
+                       if not (k in own and v not in own)}
+        f = wrap_function(fn, name, module, name in tensor_first, aliases, like=outer)
         if outer is not None:
             f._out_impl = outer        # called for out= (Note [out= arguments])
             f.__wrapped__ = outer
