@@ -48,6 +48,10 @@ C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "ge
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
+    "scaled_dot_product_attention": "Computes softmax(query @ key^T * scale + attn_mask) @ "
+                                    "value over the last two dims, as one fused node.",
+    "multi_head_attention_forward": "The forward pass of nn.MultiheadAttention on (L, N, E) "
+                                    "or unbatched (L, E) inputs; returns (output, weights).",
     "abs": "Computes the absolute value of each element of input.",
     "absolute": "Alias for :func:`cgrad.abs`.",
     "add": "Adds other, scaled by alpha, to input: out = input + alpha * other.",
@@ -554,6 +558,66 @@ ARGS = {
     "groups": "(int) the number of blocked connections from input to output channels.",
 }
 OVERRIDE = {
+    ("scaled_dot_product_attention", "query"): "(Tensor) the queries, of shape (..., L, E).",
+    ("scaled_dot_product_attention", "key"): "(Tensor) the keys, of shape (..., S, E).",
+    ("scaled_dot_product_attention", "value"): "(Tensor) the values, of shape (..., S, Ev).",
+    ("scaled_dot_product_attention", "attn_mask"): "(Tensor, optional) a bool mask (True takes "
+                                                   "part) or a float mask added to the scores, "
+                                                   "broadcastable to (..., L, S).",
+    ("scaled_dot_product_attention", "dropout_p"): "(float) the dropout probability on the "
+                                                   "attention weights.",
+    ("scaled_dot_product_attention", "is_causal"): "(bool) mask the scores above the diagonal (an"
+                                                   " error together with attn_mask).",
+    ("scaled_dot_product_attention", "scale"): "(float, optional) the factor of the scores "
+                                               "(default 1 / sqrt(E)).",
+    ("scaled_dot_product_attention", "enable_gqa"): "(bool) grouped-query attention: repeat each "
+                                                    "key/value head (dim -3) to the query's head "
+                                                    "count.",
+    ("multi_head_attention_forward", "query"): "(Tensor) the queries, (L, N, E) or (L, E).",
+    ("multi_head_attention_forward", "key"): "(Tensor) the keys, (S, N, kdim) or (S, kdim).",
+    ("multi_head_attention_forward", "value"): "(Tensor) the values, (S, N, vdim) or (S, vdim).",
+    ("multi_head_attention_forward", "embed_dim_to_check"): "(int) the expected embedding dim of "
+                                                            "query.",
+    ("multi_head_attention_forward", "num_heads"): "(int) the number of heads.",
+    ("multi_head_attention_forward", "in_proj_weight"): "(Tensor, optional) the packed q/k/v "
+                                                        "projection weight (3E, E).",
+    ("multi_head_attention_forward", "in_proj_bias"): "(Tensor, optional) the packed q/k/v "
+                                                      "projection bias (3E).",
+    ("multi_head_attention_forward", "bias_k"): "(Tensor, optional) a bias appended to the keys "
+                                                "along the sequence.",
+    ("multi_head_attention_forward", "bias_v"): "(Tensor, optional) a bias appended to the values"
+                                                " along the sequence.",
+    ("multi_head_attention_forward", "add_zero_attn"): "(bool) append a zero key and value.",
+    ("multi_head_attention_forward", "dropout_p"): "(float) the dropout probability on the "
+                                                   "attention weights.",
+    ("multi_head_attention_forward", "out_proj_weight"): "(Tensor) the output projection weight "
+                                                         "(E, E).",
+    ("multi_head_attention_forward", "out_proj_bias"): "(Tensor, optional) the output projection "
+                                                       "bias (E).",
+    ("multi_head_attention_forward", "training"): "(bool) apply dropout.",
+    ("multi_head_attention_forward", "key_padding_mask"): "(Tensor, optional) (N, S): keys to "
+                                                          "ignore (True or -inf).",
+    ("multi_head_attention_forward", "need_weights"): "(bool) also return the attention weights.",
+    ("multi_head_attention_forward", "attn_mask"): "(Tensor, optional) (L, S) or (N * num_heads, "
+                                                   "L, S): True or -inf masks out.",
+    ("multi_head_attention_forward", "use_separate_proj_weight"): "(bool) use q/k/v_proj_weight "
+                                                                  "instead of in_proj_weight.",
+    ("multi_head_attention_forward", "q_proj_weight"): "(Tensor, optional) the query projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "k_proj_weight"): "(Tensor, optional) the key projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "v_proj_weight"): "(Tensor, optional) the value projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "static_k"): "(Tensor, optional) projected keys (N * "
+                                                  "num_heads, S, E / num_heads) to use as they "
+                                                  "are.",
+    ("multi_head_attention_forward", "static_v"): "(Tensor, optional) projected values (N * "
+                                                  "num_heads, S, E / num_heads) to use as they "
+                                                  "are.",
+    ("multi_head_attention_forward", "average_attn_weights"): "(bool) average the returned "
+                                                              "weights over the heads.",
+    ("multi_head_attention_forward", "is_causal"): "(bool) a hint that attn_mask is the causal "
+                                                   "mask.",
     ("embedding_bag", "mode"): "(str) 'sum', 'mean' (default) or 'max'.",
     ("kl_div", "reduction"): "(str) 'mean' (default), 'batchmean', 'sum' or 'none'.",
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
@@ -772,6 +836,7 @@ OVERRIDE = {
     ("histogram", "weight"): "(Tensor, optional) a weight for each element of input.",
 }
 RETURNS = {
+    "multi_head_attention_forward": "(Tensor, Tensor or None)",
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",
     "size": "cgrad.Size or int", "backward": "None", "is_floating_point": "bool",
     "element_size": "int", "max": "Tensor or (Tensor, LongTensor)",

@@ -51,8 +51,9 @@ instance_norm, rms_norm, local_response_norm, normalize), ``_activation_more`` (
 relu6, hardswish, mish, glu, prelu, softmin, celu, ..., cosine_similarity,
 pairwise_distance), ``_dropout``,
 ``_sparse`` (embedding, one_hot), ``_loss_more`` (kl_div, margin and ranking losses,
-ctc_loss, ...), ``_embedding_bag``, ``_padding`` (pad), ``_pooling`` (max/avg/adaptive
-pooling) and ``_utils`` (shared helpers).
+ctc_loss, ...), ``_embedding_bag``, ``_attention`` (scaled_dot_product_attention,
+multi_head_attention_forward), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling)
+and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ from cgrad.ops.shape import UnsafeView, View  # noqa: F401
 from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax, relu,
                                              relu_, selu, sigmoid, silu, softmax, softplus,
                                              tanh)
+from cgrad.nn.functional._attention import (multi_head_attention_forward,
+                                             scaled_dot_product_attention)
 from cgrad.nn.functional._activation_more import (celu, cosine_similarity, glu, hardshrink,
                                                   hardsigmoid, hardswish, hardtanh, hardtanh_,
                                                   logsigmoid, mish, pairwise_distance, prelu,
@@ -115,6 +118,7 @@ __all__ = [
     "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss",
     "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss",
     "embedding_bag",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
@@ -123,7 +127,8 @@ _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_re
                  "one_hot", "relu", "relu_", "selu", "silu", "softplus", "hardtanh",
                  "hardtanh_", "relu6", "hardswish", "hardsigmoid", "mish", "threshold_",
                  "prelu", "logsigmoid", "hardshrink", "softshrink", "celu", "rrelu",
-                 "cosine_similarity", "pairwise_distance")
+                 "cosine_similarity", "pairwise_distance",
+                 "scaled_dot_product_attention")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,

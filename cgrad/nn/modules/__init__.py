@@ -25,6 +25,10 @@ from cgrad.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,
                                            InstanceNorm2d, LayerNorm, LocalResponseNorm,
                                            RMSNorm)
 from cgrad.nn.modules.sparse import Embedding, EmbeddingBag
+from cgrad.nn.modules.attention import MultiheadAttention
+from cgrad.nn.modules.transformer import (Transformer, TransformerDecoder,
+                                          TransformerDecoderLayer, TransformerEncoder,
+                                          TransformerEncoderLayer)
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -41,4 +45,6 @@ __all__ = [
     "MarginRankingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
     "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict", "EmbeddingBag",
+    "MultiheadAttention", "Transformer", "TransformerEncoder",
+    "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
 ]
