@@ -477,6 +477,27 @@ def mask_assignment_expanded():
     t[cgrad.tensor([True, False])] = 3.0  # warns
 
 
+
+
+@case(r"reduction: 'mean' divides the total loss by both the batch size and the support size")
+def kl_div_mean():
+    F.kl_div(cgrad.zeros(2, 3), cgrad.full((2, 3), 1 / 3))  # warns
+
+
+@case(r"`cgrad.nn.utils.weight_norm` is deprecated in favor of")
+def old_weight_norm():
+    nn.utils.weight_norm(nn.Linear(2, 2))  # warns
+
+
+@case(r"enable_nested_tensor is True, but self.use_nested_tensor is False because")
+def nested_tensor_fast_path_off():
+    nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 1, 8), 1)  # warns (odd head count)
+
+
+@case(r"Support for mismatched key_padding_mask and attn_mask is deprecated")
+def mismatched_attention_masks():
+    mha, q, kpm = nn.MultiheadAttention(4, 2), cgrad.ones(3, 1, 4), cgrad.zeros(1, 3) > 0
+    mha(q, q, q, key_padding_mask=kpm, attn_mask=cgrad.zeros(3, 3))  # warns
 # ----------------------------------------------------------------------------------------
 def _body(fn):
     """(dedented body lines, index of the `# warns` line in them, line number in this file)."""

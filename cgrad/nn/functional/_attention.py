@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
@@ -229,9 +230,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type):
     if md != np.bool_ and md.kind != "f":
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if other_type is not None and md != other_type:
-        import warnings
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
-                      "Use same type for both instead.", UserWarning, stacklevel=3)
+        _warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+              "Use same type for both instead.")
     if md == np.bool_:
         return _wrap(np.where(mask._data, -np.inf, 0).astype(target_type))
     return mask

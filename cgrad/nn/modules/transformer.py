@@ -8,6 +8,7 @@ import copy
 
 import numpy as np
 
+from cgrad._warn import warn as _warn
 from cgrad.nn import functional as F
 from cgrad.nn import init
 from cgrad.nn.modules.attention import MultiheadAttention
@@ -222,9 +223,8 @@ class TransformerEncoder(Module):
         elif encoder_layer.self_attn.num_heads % 2 == 1:
             why_not = "num_head is odd"
         if enable_nested_tensor and why_not:
-            import warnings
-            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
-                          f"because {why_not}", UserWarning, stacklevel=2)
+            _warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                  f"because {why_not}")
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):

@@ -9,8 +9,7 @@ older form) in training mode only.
 """
 from __future__ import annotations
 
-import warnings
-
+from cgrad._warn import warn as _warn
 from cgrad.autograd.grad_mode import no_grad
 from cgrad.nn.parameter import Parameter
 from cgrad.nn.utils.parametrizations import _norm_except_dim, _normalize
@@ -58,9 +57,8 @@ class WeightNorm:
 
 def weight_norm(module, name="weight", dim=0):
     """Deprecated: cgrad.nn.utils.parametrizations.weight_norm is the current form."""
-    warnings.warn("`cgrad.nn.utils.weight_norm` is deprecated in favor of "
-                  "`cgrad.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                  stacklevel=2)
+    _warn("`cgrad.nn.utils.weight_norm` is deprecated in favor of "
+          "`cgrad.nn.utils.parametrizations.weight_norm`.", FutureWarning)
     WeightNorm.apply(module, name, dim)
     return module
 
