@@ -63,6 +63,7 @@ from cgrad.nn.functional._activation import (elu, gelu, leaky_relu, log_softmax,
                                              relu_, selu, sigmoid, silu, softmax, softplus,
                                              tanh)
 from cgrad.nn.functional._conv import conv1d, conv2d, fold, unfold
+from cgrad.nn.functional._conv_transpose import conv_transpose1d, conv_transpose2d
 from cgrad.nn.functional._dropout import dropout
 from cgrad.nn.functional._linear import bilinear, linear
 from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
@@ -81,6 +82,7 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
+    "conv_transpose1d", "conv_transpose2d",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds

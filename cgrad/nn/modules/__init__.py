@@ -6,7 +6,8 @@ from cgrad.nn.modules.activation import (ELU, GELU, SELU, LeakyReLU, LogSoftmax,
 from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss,
                                    MSELoss, NLLLoss)
 from cgrad.nn.modules.container import ModuleDict, ModuleList, ParameterList, Sequential
-from cgrad.nn.modules.conv import Conv1d, Conv2d, Fold, Unfold
+from cgrad.nn.modules.conv import (Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold,
+                                   Unfold)
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
 from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
@@ -21,5 +22,5 @@ __all__ = [
     "ModuleDict", "ParameterList", "Dropout", "Flatten", "Unflatten", "LayerNorm",
     "BatchNorm1d", "BatchNorm2d", "Embedding", "Conv1d", "Conv2d",
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "Unfold", "Fold",
-    "Upsample",
+    "Upsample", "ConvTranspose1d", "ConvTranspose2d",
 ]
