@@ -73,7 +73,11 @@ from cgrad.nn.functional._normalization import batch_norm, layer_norm
 from cgrad.nn.functional._padding import pad
 from cgrad.nn.functional._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d,
                                           interpolate, max_pool1d, max_pool2d)
+from cgrad.nn.functional._pooling_more import (adaptive_avg_pool1d, adaptive_max_pool1d,
+                                               adaptive_max_pool2d, lp_pool1d, lp_pool2d,
+                                               max_unpool1d, max_unpool2d)
 from cgrad.nn.functional._sparse import embedding, one_hot
+from cgrad.nn.functional._upsample import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 __all__ = [
     "linear", "relu", "relu_", "leaky_relu", "elu", "selu", "gelu", "silu", "sigmoid", "tanh",
@@ -82,13 +86,17 @@ __all__ = [
     "binary_cross_entropy_with_logits", "embedding", "layer_norm", "one_hot", "pad",
     "batch_norm", "bilinear", "conv1d", "conv2d", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "unfold", "fold", "interpolate",
-    "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
-_TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_relu", "linear",
-                 "one_hot", "relu", "relu_", "selu", "silu", "softplus")
+_TENSOR_FIRST = ("adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "channel_shuffle",
+                 "conv_transpose1d", "conv_transpose2d", "dropout", "elu", "gelu", "leaky_relu",
+                 "linear", "one_hot", "pixel_shuffle", "pixel_unshuffle", "relu", "relu_", "selu", "silu",
+                 "softplus")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,
