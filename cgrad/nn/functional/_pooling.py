@@ -406,8 +406,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          f"but got input with spatial dimensions of {list(spatial)} and output "
                          f"size of {list(sizes)}. Please provide input tensor in (N, C, d1, "
                          f"d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+    if mode == "area" and nd in (1, 2):
+        if nd == 1:
+            return adaptive_avg_pool2d(input.unsqueeze(-2), (1, sizes[0])).squeeze(-2)
+        return adaptive_avg_pool2d(input, sizes)
     if mode != "nearest":
-        # linear, bilinear, bicubic, area (Note [Separable resizing])
+        # linear, bilinear, bicubic (Note [Separable resizing])
         from cgrad.nn.functional._upsample import _resize
         return _resize(input, sizes, scales, mode, align_corners)
     N, C = input.shape[:2]

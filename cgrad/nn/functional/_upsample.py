@@ -1,5 +1,5 @@
 """Interpolating resizes and channel rearrangements of cgrad.nn.functional: ``interpolate``
-with mode 'linear' / 'bilinear' / 'bicubic' / 'area' (the 'nearest' mode lives in
+with mode 'linear' / 'bilinear' / 'bicubic' (the 'nearest' and 'area' modes live in
 cgrad/nn/functional/_pooling.py), ``pixel_shuffle``, ``pixel_unshuffle``,
 ``channel_shuffle``.
 
@@ -107,14 +107,6 @@ def _resize(input, sizes, scales, mode, align_corners):
     """input (N, C, *spatial) resized to `sizes` by `mode` (called from interpolate)."""
     nd = input.dim() - 2
     need = _NEEDS.get(mode)
-    if mode == "area":
-        from cgrad.nn.functional._pooling import adaptive_avg_pool2d
-        if nd == 1:
-            from cgrad.nn.functional._pooling_more import adaptive_avg_pool1d
-            return adaptive_avg_pool1d(input, sizes)
-        if nd == 2:
-            return adaptive_avg_pool2d(input, sizes)
-        raise NotImplementedError("interpolate: 5-D inputs are not implemented in cgrad")
     if need is None:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
                                   f"(got {input.dim()}D) for the modes: nearest | linear | "
