@@ -416,6 +416,10 @@ add("pixel_shuffle", S(lambda m, x: (x, 2), x=X.reshape(1, 4, 3, 1), forms={"F"}
 add("pixel_unshuffle", S(lambda m, x: (x, 2), x=X[None, :2], forms={"F"}), table=FS)
 add("channel_shuffle", S(lambda m, x: (x, 2), x=X.reshape(1, 4, 3, 1), forms={"F"}),
     table=FS)
+add("max_unpool1d", S(lambda m, x: (x, i(m, [[1, 2, 5], [0, 3, 4]]), 2), x=X[:2, :3],
+                     forms={"F"}), table=FS)
+add("max_unpool2d", S(lambda m, x: (x, i(m, [[[1, 6], [8, 15]]]), 2), x=X[None, :2, :2],
+                     forms={"F"}), table=FS)
 
 
 # -- linear algebra on square matrices -------------------------------------------------------

@@ -40,6 +40,7 @@ def _adaptive_index(n, o):
 class _AdaptiveMax(Function):
     """Note [Adaptive max pooling]."""
     _node_name = "AdaptiveMaxPool2DBackward0"
+    _cg_saves = True      # torch saves self and the indices (Note [Freed saved values])
 
     @staticmethod
     def forward(ctx, x, out):
@@ -176,6 +177,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 class _MaxUnpool(_MaxUnpoolAdd):
     """Put each value at its index in a zero plane (a scatter; its gradient gathers)."""
     _node_name = "MaxUnpool2DBackward0"
+    _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
 
 def _unpool_size(input, kernel_size, stride, padding, output_size, nd, name):
