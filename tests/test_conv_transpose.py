@@ -179,3 +179,11 @@ def test_conv_padding_modes(mode):
         cy.backward(cgrad.tensor(g))
         _close(cx.grad, tx.grad, 1e-10)
         _close(cm.weight.grad, tm.weight.grad, 1e-10)
+
+
+def test_output_padding_beyond_stride():
+    # torch allows output_padding >= stride when it is below the dilation
+    _check(2, (1, 2, 3, 4), (2, 2, 2, 3), double=True, stride=(1, 2), padding=(2, 1),
+           output_padding=(1, 2), dilation=(3, 3))
+    _check(1, (2, 2, 4), (2, 1, 3), double=True, stride=1, padding=1, output_padding=1,
+           dilation=2)

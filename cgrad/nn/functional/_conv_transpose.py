@@ -13,9 +13,9 @@ gradients are the other two products of the same convolution:
 * ``gw = conv_w^T(g, x)``        (``_ConvGradW``)
 
 and those Functions' own backwards are written with the same three products, so double (and
-higher) backward works. ``output_padding`` only widens the output that col2im fills; an
-``output_padding`` at least as large as the stride (torch allows it when the dilation is
-larger) is not supported.
+higher) backward works. ``output_padding`` only widens the output that col2im fills; when
+it is at least as large as the stride (torch allows it when the dilation is larger), the
+backward pads g explicitly and crops it to what x's windows read.
 """
 from __future__ import annotations
 
@@ -44,17 +44,36 @@ class _ConvTranspose(Function):
         if ctx is not None:
             nx, nw = ctx.needs_input_grad[:2]
             ctx.save_for_backward(x if nw else None, w if nx else None)
-            ctx._aux = (params, tuple(w._data.shape))
+            wide = any(o > ((n - 1) * st + dl * (k - 1) + 1 - 2 * pd) + st - 1
+                       for o, n, st, dl, k, pd in zip(
+                           oshape[2:], x._data.shape[2:], stride[-(x._data.ndim - 2):],
+                           dilation[-(x._data.ndim - 2):], w._data.shape[2:],
+                           padding[-(x._data.ndim - 2):]))
+            ctx._aux = (params, tuple(w._data.shape), tuple(x._data.shape[2:]) if wide else ())
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad[:3]
-        p, wshape = ctx._aux
+        p, wshape, wide = ctx._aux
+        gb = g.sum((0,) + tuple(range(2, g.dim()))) if nb else None
+        if wide:
+            # output_padding >= stride: the convolution of g would yield more positions than
+            # x has; pad g explicitly and keep only the rows and columns the windows of x's
+            # positions read, then convolve without padding
+            stride, padding, dilation, groups, one_d = p
+            from cgrad.nn.functional._padding import pad
+            pads = [padding[1], padding[1]] + ([] if one_d else [padding[0], padding[0]])
+            keep = [(n - 1) * st + dl * (k - 1) + 1
+                    for n, st, dl, k in zip(wide,
+                                            stride[-(g.dim() - 2):],
+                                            dilation[-(g.dim() - 2):], wshape[2:])]
+            g = pad(g, pads)
+            g = g[(slice(None), slice(None)) + tuple(slice(0, k) for k in keep)]
+            p = (stride, (0, 0), dilation, groups, one_d)
         gx = _Conv.apply(g, w, None, p) if nx else None
         gw = _ConvGradW.apply(g, x, wshape, p) if nw else None
-        gb = g.sum((0,) + tuple(range(2, g.dim()))) if nb else None
         return gx, gw, gb, None, None
 
 
@@ -99,9 +118,6 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
                 parts.append(f"{what}_{nm}: {v}" if nm else f"{what}: {v}")
         raise RuntimeError("output padding must be smaller than either stride or dilation, "
                            "but got " + " ".join(parts))
-    if any(op >= s for op, s in zip(output_padding, stride)):
-        raise NotImplementedError("cgrad's conv_transpose does not support an output_padding "
-                                  "at least as large as the stride")
     C = input.shape[1]
     Cin = weight.shape[0]
     if Cin < groups or Cin % groups:
