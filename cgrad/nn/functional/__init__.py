@@ -40,8 +40,11 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
-(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
-``_sparse`` (embedding, one_hot), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling) and ``_utils`` (shared helpers).
+(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_conv_transpose``
+(conv_transpose1d/2d), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_dropout``,
+``_sparse`` (embedding, one_hot), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling, nearest interpolate),
+``_pooling_more`` (adaptive max, lp_pool, max_unpool), ``_upsample`` (linear/bilinear/bicubic
+interpolate, pixel/channel shuffles) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 
