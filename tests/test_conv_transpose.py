@@ -62,9 +62,9 @@ def _check(nd, shape_x, shape_w, dtype=np.float64, bias=True, double=False, **kw
 
 @pytest.mark.parametrize("kw", [
     {},
-    dict(stride=2, padding=1, output_padding=1),
-    dict(stride=(2, 3), padding=(0, 1), output_padding=(1, 2), dilation=(1, 2)),
-    dict(stride=2, groups=2, dilation=2, padding=2),
+    {"stride": 2, "padding": 1, "output_padding": 1},
+    {"stride": (2, 3), "padding": (0, 1), "output_padding": (1, 2), "dilation": (1, 2)},
+    {"stride": 2, "groups": 2, "dilation": 2, "padding": 2},
 ])
 def test_conv_transpose2d(kw):
     _check(2, (2, 4, 5, 4), (4, 3, 3, 2), double=True, **kw)
@@ -75,8 +75,8 @@ def test_conv_transpose2d_float32_unbatched_nobias():
     _check(2, (2, 4, 5, 6), (4, 1, 2, 2), dtype=np.float32, groups=2, stride=(1, 2))
 
 
-@pytest.mark.parametrize("kw", [{}, dict(stride=3, padding=1, output_padding=2, dilation=2),
-                                dict(groups=2, stride=2)])
+@pytest.mark.parametrize("kw", [{}, {"stride": 3, "padding": 1, "output_padding": 2, "dilation": 2},
+                                {"groups": 2, "stride": 2}])
 def test_conv_transpose1d(kw):
     _check(1, (2, 4, 7), (4, 3, 3), double=True, **kw)
 
@@ -105,7 +105,7 @@ def _copy(cm, tm):
 
 @pytest.mark.parametrize("nd", [1, 2])
 def test_module(nd):
-    kw = dict(stride=2, padding=1, output_padding=1, groups=2, bias=True, dilation=1)
+    kw = {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2, "bias": True, "dilation": 1}
     tm = getattr(torch.nn, f"ConvTranspose{nd}d")(4, 6, 3, **kw).double()
     cm = getattr(nn, f"ConvTranspose{nd}d")(4, 6, 3, dtype=cgrad.float64, **kw)
     assert repr(cm) == repr(tm)
@@ -164,8 +164,8 @@ def test_errors():
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
 def test_conv_padding_modes(mode):
-    for nd, kw in ((1, dict(padding=2, dilation=2)), (2, dict(padding=(1, 2), stride=2)),
-                   (2, dict(padding="same", dilation=(1, 2))), (1, dict(padding="valid"))):
+    for nd, kw in ((1, {"padding": 2, "dilation": 2}), (2, {"padding": (1, 2), "stride": 2}),
+                   (2, {"padding": "same", "dilation": (1, 2)}), (1, {"padding": "valid"})):
         tm = getattr(torch.nn, f"Conv{nd}d")(2, 3, 3, padding_mode=mode, **kw).double()
         cm = getattr(nn, f"Conv{nd}d")(2, 3, 3, padding_mode=mode, dtype=cgrad.float64, **kw)
         assert repr(cm) == repr(tm)

@@ -139,12 +139,13 @@ def test_max_unpool():
 @pytest.mark.parametrize("align", [False, True])
 def test_interpolate(mode, shape, align):
     nd = len(shape) - 2
-    cases = [dict(scale_factor=2), dict(size=(7,) * nd if nd > 1 else 3),
-             dict(scale_factor=(1.7,) * nd, recompute_scale_factor=True),
-             dict(scale_factor=0.6)]
+    cases = [{"scale_factor": 2}, {"size": (7,) * nd if nd > 1 else 3},
+             {"scale_factor": (1.7,) * nd, "recompute_scale_factor": True},
+             {"scale_factor": 0.6}]
     for i, kw in enumerate(cases):
-        _both(lambda x: F.interpolate(x, mode=mode, align_corners=align, **kw),
-              lambda x: TF.interpolate(x, mode=mode, align_corners=align, **kw), shape,
+        _both(lambda x, kw=kw: F.interpolate(x, mode=mode, align_corners=align, **kw),
+              lambda x, kw=kw: TF.interpolate(x, mode=mode, align_corners=align, **kw),
+              shape,
               double=(i == 0))
     if mode != "linear":
         _both(lambda x: F.interpolate(x, scale_factor=1.5, mode=mode, align_corners=align),

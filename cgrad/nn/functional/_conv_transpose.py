@@ -23,8 +23,15 @@ import numpy as np
 
 from cgrad import _checks
 from cgrad.autograd.function import Function
-from cgrad.nn.functional._conv import (_Conv, _ConvGradW, _as2d, _checks_type, _from2d,
-                                       _grad_x, _tuple)
+from cgrad.nn.functional._conv import (
+    _as2d,
+    _checks_type,
+    _Conv,
+    _ConvGradW,
+    _from2d,
+    _grad_x,
+    _tuple,
+)
 from cgrad.nn.functional._utils import _shape_list
 
 

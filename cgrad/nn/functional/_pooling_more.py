@@ -21,8 +21,7 @@ import numpy as np
 
 from cgrad import _checks
 from cgrad.autograd.function import Function
-from cgrad.nn.functional._pooling import (_Gather, _MaxUnpoolAdd, adaptive_avg_pool2d,
-                                          avg_pool2d)
+from cgrad.nn.functional._pooling import _MaxUnpoolAdd, adaptive_avg_pool2d, avg_pool2d
 from cgrad.nn.functional._utils import _shape_list
 
 
@@ -163,10 +162,10 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     if input.dim() not in (2, 3):
         raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got "
                            f"{_shape_list(input.shape)}")
-    k = kernel_size if isinstance(kernel_size, numbers.Integral) else tuple(kernel_size)[0]
+    k = kernel_size if isinstance(kernel_size, numbers.Integral) else next(iter(kernel_size))
     st = None
     if stride is not None:
-        st = (1, stride if isinstance(stride, numbers.Integral) else tuple(stride)[0])
+        st = (1, stride if isinstance(stride, numbers.Integral) else next(iter(stride)))
     m = avg_pool2d(input.unsqueeze(-2).pow(norm_type), (1, k), st, 0, ceil_mode).squeeze(-2)
     return (m.sign() * m.abs().relu()).mul(k).pow(1.0 / norm_type)
 

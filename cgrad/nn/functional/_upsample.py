@@ -16,15 +16,11 @@ given ``scale_factor`` unless ``recompute_scale_factor=True``.
 """
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
-from cgrad.nn.functional._utils import _shape_list
 
 _A = -0.75
 
