@@ -158,6 +158,8 @@ def test_errors():
     _err_both(lambda m, f: f.conv_transpose2d(m.tensor(x[:, :1]), m.tensor(w)))
     _err_both(lambda m, f: f.conv_transpose2d(m.tensor(x[0, 0]), m.tensor(w)))
     _err_both(lambda m, f: f.conv_transpose2d(m.tensor(x), m.tensor(w), m.tensor(np.ones(2))))
+    _err_both(lambda m, f: f.conv_transpose2d(m.tensor(x), m.tensor(w), padding="same"),
+              TypeError)
 
 
 # -- Conv1d/Conv2d: padding modes and string paddings ------------------------------------------

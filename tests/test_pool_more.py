@@ -161,6 +161,8 @@ def test_interpolate_area_and_errors():
         F.interpolate(x, scale_factor=2, mode="linear")
     with pytest.raises(ValueError, match="align_corners option can only be set"):
         F.interpolate(x, scale_factor=2, mode="nearest", align_corners=True)
+    with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
+        F.interpolate(cgrad.zeros(1, 2, 3), size=0, mode="linear")
     with pytest.raises(ValueError, match="recompute_scale_factor is not meaningful"):
         F.interpolate(x, size=3, mode="bilinear", recompute_scale_factor=True)
 

@@ -97,6 +97,8 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     if input.dim() == nd + 1:
         return _conv_transpose(nd, input.unsqueeze(0), weight, bias, stride, padding,
                                output_padding, groups, dilation).squeeze(0)
+    if isinstance(padding, str):
+        raise TypeError(f"{fname}(): argument 'padding' must be tuple of ints, not str")
     stride = _tuple(stride, nd, "stride")
     padding = _tuple(padding, nd, "padding")
     output_padding = _tuple(output_padding, nd, "output_padding")

@@ -119,6 +119,12 @@ def _resize(input, sizes, scales, mode, align_corners):
                                   f"'{input.dtype}'")
     make = _cubic_matrix if mode == "bicubic" else _linear_matrix
     spatial = tuple(input.shape[2:])
+    if any(n <= 0 for n in spatial) or any(o <= 0 for o in sizes):
+        names = ("W",) if nd == 1 else ("H", "W")
+        fmt = (lambda v: ", ".join(f"{a}: {b}" for a, b in zip(names, v)))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({fmt(spatial)}) {'and ' if nd == 1 else ''}output "
+                           f"({fmt(sizes)})")
     mats = [make(n, o, s, bool(align_corners), dt) for n, o, s in zip(spatial, sizes, scales)]
     if nd == 1:
         return _ResizeLinear1d.apply(input, None, mats[0])
