@@ -395,7 +395,11 @@ add("fold", S(lambda m, x: (x, (3, 4), (1, 2)),
               x=np.concatenate([X.ravel(), X.ravel()[:6]]).reshape(1, 2, 9), forms={"F"}),
     table=FS)
 add("interpolate", S(lambda m, x: (x, None, 2), x=X[None, None], forms={"F"}),
-    S(lambda m, x: (x, 5), x=X[None], forms={"F"}, tag="1d"), table=FS)
+    S(lambda m, x: (x, 5), x=X[None], forms={"F"}, tag="1d"),
+    S(lambda m, x: (x, None, 1.5, "bilinear", True), x=X[None, None], forms={"F"},
+      tag="bilinear"),
+    S(lambda m, x: (x, 6, None, "bicubic"), x=X[None, None], forms={"F"}, tag="bicubic"),
+    table=FS)
 add("adaptive_avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
     S(lambda m, x: (x, 1), x=X[None], forms={"F"}, tag="mean"), table=FS)
 add("conv_transpose1d", S(lambda m, x: (x, leaf(m, X[:1, :3].reshape(1, 1, 3)),
