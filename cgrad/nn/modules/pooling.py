@@ -1,5 +1,6 @@
-"""MaxPool1d/2d, AvgPool1d/2d and AdaptiveAvgPool2d (over the pooling functions of
-cgrad.nn.functional), with torch's attributes and repr."""
+"""MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, LPPool1d/2d,
+MaxUnpool1d/2d and Upsample (over the pooling and resizing functions of cgrad.nn.functional),
+with torch's attributes and repr."""
 from __future__ import annotations
 
 import numbers
