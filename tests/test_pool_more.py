@@ -130,6 +130,12 @@ def test_max_unpool():
     assert repr(cm1) == repr(tm1)
     _both(lambda a: cm1(a, ci1), lambda a: tm1(a, ti1), None, x=tv1.numpy(), double=False,
           node=False)
+    # a repeated index keeps the last value, as torch's CPU kernel
+    dup = np.array([[[[0, 0], [3, 3]]]])
+    vals = np.array([[[[1.0, 2.0], [3.0, 4.0]]]])
+    np.testing.assert_array_equal(
+        F.max_unpool2d(cgrad.tensor(vals), cgrad.tensor(dup), 2).numpy(),
+        TF.max_unpool2d(torch.tensor(vals), torch.tensor(dup), 2).numpy())
     with pytest.raises(ValueError, match="invalid output_size"):
         F.max_unpool2d(cv, ci, 2, output_size=(3, 3))
 

@@ -174,9 +174,21 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 
 class _MaxUnpool(_MaxUnpoolAdd):
-    """Put each value at its index in a zero plane (a scatter; its gradient gathers)."""
+    """Put each value at its index in a zero plane (a scatter; its gradient gathers). A
+    repeated index keeps the last value written, as torch's CPU kernel."""
     _node_name = "MaxUnpool2DBackward0"
     _cg_saves = True      # torch saves the indices (Note [Freed saved values])
+
+    @staticmethod
+    def forward(ctx, g, idx, shape):
+        H, W = shape[-2:]
+        planes = int(np.prod(shape[:-2]))
+        out = np.zeros(planes * H * W, dtype=g._data.dtype)
+        flat = idx + np.arange(planes).reshape(idx.shape[:-2] + (1, 1)) * (H * W)
+        out[flat.ravel()] = g._data.ravel()
+        if ctx is not None:
+            ctx._aux = idx
+        return out.reshape(shape)
 
 
 def _unpool_size(input, kernel_size, stride, padding, output_size, nd, name):
