@@ -42,11 +42,17 @@ PYTHON_IN_TORCH = {
 }
 # The torch.nn.functional ops that torch binds in C (the others are Python).
 C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
-                 "one_hot", "relu_", "softplus", "conv_transpose1d", "conv_transpose2d",
+                 "one_hot", "relu_", "softplus", "hardtanh_", "threshold_", "prelu",
+                 "hardshrink", "softshrink", "cosine_similarity",
+                 "pairwise_distance", "conv_transpose1d", "conv_transpose2d",
                  "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
+    "scaled_dot_product_attention": "Computes softmax(query @ key^T * scale + attn_mask) @ "
+                                    "value over the last two dims, as one fused node.",
+    "multi_head_attention_forward": "The forward pass of nn.MultiheadAttention on (L, N, E) "
+                                    "or unbatched (L, E) inputs; returns (output, weights).",
     "abs": "Computes the absolute value of each element of input.",
     "absolute": "Alias for :func:`cgrad.abs`.",
     "add": "Adds other, scaled by alpha, to input: out = input + alpha * other.",
@@ -449,6 +455,12 @@ ARGS = {
     "running_mean": "(Tensor, optional) the running mean, updated in training mode.",
     "running_var": "(Tensor, optional) the running variance, updated in training mode.",
     "normalized_shape": "(tuple of ints) the trailing shape over which to normalize.",
+    "num_groups": "(int) the number of groups the channels are split into.",
+    "use_input_stats": "(bool) normalise with the input's statistics (else the running ones).",
+    "lambd": "(float) the shrinkage threshold (default 0.5).",
+    "min_val": "(float) the lower bound of the linear region (default -1).",
+    "max_val": "(float) the upper bound of the linear region (default 1).",
+    "lower": "(float) the lower bound of the random negative slope.",
     "input1": "(Tensor) the first input.",
     "input2": "(Tensor) the second input.",
     "ignore_index": "(int) a target value that is ignored (no loss, no gradient).",
@@ -457,11 +469,32 @@ ARGS = {
     "delta": "(float) the threshold at which to change between the squared and the linear "
              "loss.",
     "padding_idx": "(int, optional) the entries at this index get no gradient.",
-    "max_norm": "(float, optional) rows with a larger norm are renormalized (not "
-                "supported).",
+    "max_norm": "(float, optional) looked-up rows with a larger norm are renormalized in "
+                "place.",
     "norm_type": "(float) the p of the p-norm for max_norm.",
     "scale_grad_by_freq": "(bool) scale gradients by the inverse frequency of the indices.",
-    "sparse": "(bool) if True, the gradient of weight is sparse (not supported).",
+    "sparse": "(bool) if True, the gradient of weight is a sparse COO tensor.",
+    # cgrad/nn/functional/_loss_more.py, _embedding_bag.py
+    "margin": "(float) the margin of the hinge.",
+    "log_target": "(bool) whether target holds log-probabilities.",
+    "log_probs": "(Tensor) log-probabilities of shape (T, N, C) or (T, C).",
+    "targets": "(Tensor) the target labels, padded (N, S) or concatenated 1-D.",
+    "input_lengths": "(Tensor or tuple of ints) the length of each input sequence.",
+    "target_lengths": "(Tensor or tuple of ints) the length of each target sequence.",
+    "blank": "(int) the blank label (default 0).",
+    "zero_infinity": "(bool) replace infinite losses (and their gradients) by zero.",
+    "offsets": "(LongTensor, optional) the start of each bag in a 1-D input.",
+    "per_sample_weights": "(Tensor, optional) a weight for each looked-up row ('sum' mode).",
+    "include_last_offset": "(bool) the last offset ends the last bag.",
+    "var": "(Tensor or float) the predicted variances.",
+    "full": "(bool) include the constant term of the log-likelihood.",
+    "log_input": "(bool) whether input holds the log of the rate.",
+    "anchor": "(Tensor) the anchor examples.",
+    "positive": "(Tensor) the positive examples.",
+    "negative": "(Tensor) the negative examples.",
+    "swap": "(bool) use the smaller of d(anchor, negative) and d(positive, negative).",
+    "distance_function": "(callable, optional) the distance of two tensors (default: "
+                         "pairwise distance).",
     "num_classes": "(int) the number of classes (-1: one more than the largest index).",
     "pad": "(tuple of ints) the padding sizes, from the last dimension backwards: (left, "
            "right, top, bottom, ...).",
@@ -548,6 +581,68 @@ ARGS = {
     "downscale_factor": "(int) the factor by which to decrease the spatial resolution.",
 }
 OVERRIDE = {
+    ("scaled_dot_product_attention", "query"): "(Tensor) the queries, of shape (..., L, E).",
+    ("scaled_dot_product_attention", "key"): "(Tensor) the keys, of shape (..., S, E).",
+    ("scaled_dot_product_attention", "value"): "(Tensor) the values, of shape (..., S, Ev).",
+    ("scaled_dot_product_attention", "attn_mask"): "(Tensor, optional) a bool mask (True takes "
+                                                   "part) or a float mask added to the scores, "
+                                                   "broadcastable to (..., L, S).",
+    ("scaled_dot_product_attention", "dropout_p"): "(float) the dropout probability on the "
+                                                   "attention weights.",
+    ("scaled_dot_product_attention", "is_causal"): "(bool) mask the scores above the diagonal (an"
+                                                   " error together with attn_mask).",
+    ("scaled_dot_product_attention", "scale"): "(float, optional) the factor of the scores "
+                                               "(default 1 / sqrt(E)).",
+    ("scaled_dot_product_attention", "enable_gqa"): "(bool) grouped-query attention: repeat each "
+                                                    "key/value head (dim -3) to the query's head "
+                                                    "count.",
+    ("multi_head_attention_forward", "query"): "(Tensor) the queries, (L, N, E) or (L, E).",
+    ("multi_head_attention_forward", "key"): "(Tensor) the keys, (S, N, kdim) or (S, kdim).",
+    ("multi_head_attention_forward", "value"): "(Tensor) the values, (S, N, vdim) or (S, vdim).",
+    ("multi_head_attention_forward", "embed_dim_to_check"): "(int) the expected embedding dim of "
+                                                            "query.",
+    ("multi_head_attention_forward", "num_heads"): "(int) the number of heads.",
+    ("multi_head_attention_forward", "in_proj_weight"): "(Tensor, optional) the packed q/k/v "
+                                                        "projection weight (3E, E).",
+    ("multi_head_attention_forward", "in_proj_bias"): "(Tensor, optional) the packed q/k/v "
+                                                      "projection bias (3E).",
+    ("multi_head_attention_forward", "bias_k"): "(Tensor, optional) a bias appended to the keys "
+                                                "along the sequence.",
+    ("multi_head_attention_forward", "bias_v"): "(Tensor, optional) a bias appended to the values"
+                                                " along the sequence.",
+    ("multi_head_attention_forward", "add_zero_attn"): "(bool) append a zero key and value.",
+    ("multi_head_attention_forward", "dropout_p"): "(float) the dropout probability on the "
+                                                   "attention weights.",
+    ("multi_head_attention_forward", "out_proj_weight"): "(Tensor) the output projection weight "
+                                                         "(E, E).",
+    ("multi_head_attention_forward", "out_proj_bias"): "(Tensor, optional) the output projection "
+                                                       "bias (E).",
+    ("multi_head_attention_forward", "training"): "(bool) apply dropout.",
+    ("multi_head_attention_forward", "key_padding_mask"): "(Tensor, optional) (N, S): keys to "
+                                                          "ignore (True or -inf).",
+    ("multi_head_attention_forward", "need_weights"): "(bool) also return the attention weights.",
+    ("multi_head_attention_forward", "attn_mask"): "(Tensor, optional) (L, S) or (N * num_heads, "
+                                                   "L, S): True or -inf masks out.",
+    ("multi_head_attention_forward", "use_separate_proj_weight"): "(bool) use q/k/v_proj_weight "
+                                                                  "instead of in_proj_weight.",
+    ("multi_head_attention_forward", "q_proj_weight"): "(Tensor, optional) the query projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "k_proj_weight"): "(Tensor, optional) the key projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "v_proj_weight"): "(Tensor, optional) the value projection "
+                                                       "weight.",
+    ("multi_head_attention_forward", "static_k"): "(Tensor, optional) projected keys (N * "
+                                                  "num_heads, S, E / num_heads) to use as they "
+                                                  "are.",
+    ("multi_head_attention_forward", "static_v"): "(Tensor, optional) projected values (N * "
+                                                  "num_heads, S, E / num_heads) to use as they "
+                                                  "are.",
+    ("multi_head_attention_forward", "average_attn_weights"): "(bool) average the returned "
+                                                              "weights over the heads.",
+    ("multi_head_attention_forward", "is_causal"): "(bool) a hint that attn_mask is the causal "
+                                                   "mask.",
+    ("embedding_bag", "mode"): "(str) 'sum', 'mean' (default) or 'max'.",
+    ("kl_div", "reduction"): "(str) 'mean' (default), 'batchmean', 'sum' or 'none'.",
     ("elu", "alpha"): "(float) the alpha value of the ELU formulation (default 1.0).",
     ("index_add", "alpha"): "(Number) the scalar multiplier for source.",
     ("index_add", "source"): "(Tensor) the tensor containing values to add.",
@@ -598,6 +693,15 @@ OVERRIDE = {
     ("flip", "dims"): "(int or tuple of ints) the axes to flip on.",
     ("tile", "dims"): "(tuple of ints) the number of repetitions per dimension.",
     ("permute", "dims"): "(tuple of ints) the desired ordering of dimensions.",
+    ("rrelu", "upper"): "(float) the upper bound of the random negative slope.",
+    ("threshold", "threshold"): "(float) the value to threshold at.",
+    ("threshold", "value"): "(float) the value replacing the elements not above threshold.",
+    ("threshold_", "threshold"): "(float) the value to threshold at.",
+    ("threshold_", "value"): "(float) the value replacing the elements not above threshold.",
+    ("local_response_norm", "size"): "(int) the number of neighbouring channels summed.",
+    ("local_response_norm", "alpha"): "(float) the multiplicative factor (default 1e-4).",
+    ("local_response_norm", "beta"): "(float) the exponent (default 0.75).",
+    ("local_response_norm", "k"): "(float) the additive factor (default 1).",
     ("softplus", "beta"): "(float) the beta value of the softplus formulation (default 1).",
     ("smooth_l1_loss", "beta"): "(float) the threshold at which to change between the L1 "
                                 "and the L2 loss (default 1.0).",
@@ -775,6 +879,7 @@ OVERRIDE = {
     ("histogram", "weight"): "(Tensor, optional) a weight for each element of input.",
 }
 RETURNS = {
+    "multi_head_attention_forward": "(Tensor, Tensor or None)",
     "all": "Tensor", "allclose": "bool", "equal": "bool", "item": "number", "tolist": "list",
     "size": "cgrad.Size or int", "backward": "None", "is_floating_point": "bool",
     "element_size": "int", "max": "Tensor or (Tensor, LongTensor)",
@@ -977,8 +1082,14 @@ def install_functions(namespace, names, tensor_first, module, python_in_torch=()
             outer = _OUT_FORMS.get(key)         # aliases (arccos, acos) share one
             if outer is None:
                 outer = _OUT_FORMS[key] = with_out(fn, name)
-        f = wrap_function(fn, name, module, name in tensor_first,
-                          ALIASES_FUNCTION if c_bound else None, like=outer)
+        aliases = None
+        if c_bound:
+            # an alias of a parameter the function lacks never shadows one it has (torch's
+            # cosine_similarity takes x1 and x2, not input and other)
+            own = set(inspect.signature(fn).parameters)
+            aliases = {k: v for k, v in ALIASES_FUNCTION.items()
+                       if not (k in own and v not in own)}
+        f = wrap_function(fn, name, module, name in tensor_first, aliases, like=outer)
         if outer is not None:
             f._out_impl = outer        # called for out= (Note [out= arguments])
             f.__wrapped__ = outer

@@ -424,6 +424,24 @@ add("max_unpool1d", S(lambda m, x: (x, i(m, [[1, 2, 5], [0, 3, 4]]), 2), x=X[:2,
                      forms={"F"}), table=FS)
 add("max_unpool2d", S(lambda m, x: (x, i(m, [[[1, 6], [8, 15]]]), 2), x=X[None, :2, :2],
                      forms={"F"}), table=FS)
+# normalisation, activations and distances of _norm_more.py / _activation_more.py
+add("hardtanh relu6 hardswish hardsigmoid mish softsign tanhshrink hardshrink "
+    "softshrink celu rrelu", S(forms={"F"}), table=FS)
+add("hardtanh_", S(lambda m, x: (x.clone(),), forms={"F"}), table=FS)
+# (logsigmoid: torch binds it as torch._C._nn.log_sigmoid, whose signature is not swept)
+add("threshold", S(lambda m, x: (x, 0.6, -2.0), forms={"F"}), table=FS)
+add("threshold_", S(lambda m, x: (x.clone(), 0.6, -2.0), forms={"F"}), table=FS)
+add("glu", S(lambda m, x: (x,), forms={"F"}), table=FS)
+add("prelu", S(lambda m, x: (x, leaf(m, [0.25])), forms={"F"}),
+    S(lambda m, x: (x, leaf(m, V4)), x=X[None], forms={"F"}, tag="channels"), table=FS)
+add("softmin", S(lambda m, x: (x, 1), forms={"F"}), table=FS)
+add("cosine_similarity pairwise_distance", S(lambda m, x: (x, c(m, Y)), forms={"F"}), table=FS)
+add("normalize", S(forms={"F"}), table=FS)
+add("group_norm", S(lambda m, x: (x, 2, leaf(m, V4), leaf(m, -V4)), x=X[:, :, None],
+                    forms={"F"}), table=FS)
+add("instance_norm", S(x=X[None], forms={"F"}), table=FS)
+add("rms_norm", S(lambda m, x: (x, (4,), leaf(m, V4)), forms={"F"}), table=FS)
+add("local_response_norm", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
 
 
 # -- linear algebra on square matrices -------------------------------------------------------

@@ -19,7 +19,7 @@ class _Embedding(Function):
     _cg_saves = True      # torch saves the indices (Note [Freed saved values])
 
     @staticmethod
-    def forward(ctx, weight, idx, padding_idx, scale, adjoint):
+    def forward(ctx, weight, idx, padding_idx, scale, adjoint, sparse=False):
         W = weight._data
         out = W[idx]
         if adjoint:
@@ -28,13 +28,37 @@ class _Embedding(Function):
             if scale:
                 out /= _counts(idx, W.shape[0])[idx][..., None]
         if ctx is not None:
-            ctx._aux = (idx, W.shape[0], padding_idx, scale)
+            ctx._aux = (idx, W.shape[0], padding_idx, scale, sparse)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        idx, V, padding_idx, scale = ctx._aux
-        return _EmbeddingDenseBackward.apply(g, idx, V, padding_idx, scale), None, None, None, None
+        idx, V, padding_idx, scale, sparse = ctx._aux
+        if sparse:
+            return _sparse_grad(g, idx, V, padding_idx, scale), None, None, None, None, None
+        return (_EmbeddingDenseBackward.apply(g, idx, V, padding_idx, scale), None, None, None,
+                None, None)
+
+
+def _sparse_grad(g, idx, V, padding_idx, scale):
+    """The weight's gradient as a sparse COO tensor (V, D), uncoalesced as torch's: one entry
+    per looked-up index (the padding index left out) and column. cgrad's sparse tensors have
+    scalar values, so its indices are (2, n * D) where torch's hybrid tensor has (1, n) and
+    values (n, D); to_dense() and the optimizers see the same gradient."""
+    from cgrad.sparse import sparse_coo_tensor
+    if scale:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                           "gradients")
+    D = g.shape[-1]
+    flat = idx.reshape(-1)
+    keep = np.ones(flat.shape, dtype=bool) if padding_idx is None else flat != padding_idx
+    rows = flat[keep]
+    G = g.reshape(-1, D)
+    if not keep.all():
+        G = G[_wrap(np.nonzero(keep)[0])]
+    n = rows.shape[0]
+    ind = np.stack([np.repeat(rows, D), np.tile(np.arange(D, dtype=np.int64), n)])
+    return sparse_coo_tensor(_wrap(ind), G.reshape(-1), (V, D))
 
 
 def _counts(idx, V):
@@ -94,19 +118,23 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             padding_idx = V + padding_idx
     if idx.size and (idx.min() < 0 or idx.max() >= V):
         raise IndexError("index out of range in self")
-    if sparse:
-        raise NotImplementedError("embedding(sparse=True) is not supported by cgrad: its "
-                                  "gradient is dense")
     if max_norm is not None:
-        uniq = np.unique(idx)
-        rows = W[uniq]
-        norms = np.linalg.norm(rows, ord=norm_type, axis=1)
-        over = norms > max_norm
-        if over.any():
-            W[uniq[over]] = rows[over] * (max_norm / (norms[over] + 1e-7))[:, None].astype(W.dtype)
-            weight._bump_version()
+        _renorm(weight, idx, max_norm, norm_type)
     return _Embedding.apply(weight, idx.astype(np.int64, copy=False), padding_idx,
-                            bool(scale_grad_by_freq), False)
+                            bool(scale_grad_by_freq), False, bool(sparse))
+
+
+def _renorm(weight, idx, max_norm, norm_type):
+    """torch's embedding_renorm_: rows of weight looked up at idx whose norm exceeds
+    max_norm are scaled in place to max_norm / (norm + 1e-7) (no gradient)."""
+    W = weight._data
+    uniq = np.unique(idx)
+    rows = W[uniq]
+    norms = np.linalg.norm(rows, ord=norm_type, axis=1)
+    over = norms > max_norm
+    if over.any():
+        W[uniq[over]] = rows[over] * (max_norm / (norms[over] + 1e-7))[:, None].astype(W.dtype)
+        weight._bump_version()
 
 
 def one_hot(tensor, num_classes=-1):
