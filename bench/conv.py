@@ -1,5 +1,6 @@
-"""Convolution and pooling time: nn.Conv2d forward + backward and nn.MaxPool2d forward +
-backward, cgrad against torch on one thread (float32, the same weights and inputs).
+"""Convolution and pooling time: nn.Conv2d forward + backward, nn.MaxPool2d forward +
+backward and nn.ConvTranspose2d (stride 2, the upsampling of a decoder) forward + backward,
+cgrad against torch on one thread (float32, the same weights and inputs).
 
     python bench/conv.py [--batch 32] [--cin 16] [--cout 32] [--size 28] [--reps 11]
 
@@ -34,6 +35,11 @@ def _cases(m, x, w, b):
     conv.weight.data = m.tensor(w)
     conv.bias.data = m.tensor(b)
     pool = m.nn.MaxPool2d(2)
+    # the adjoint shape: cout -> cin channels, doubling the size (weight (cin, cout, 4, 4))
+    convt = m.nn.ConvTranspose2d(w.shape[1], w.shape[0], 4, stride=2, padding=1)
+    convt.weight.data = m.tensor(np.ascontiguousarray(
+        np.tile(w, (1, 1, 2, 2))[:, :, :4, :4].transpose(1, 0, 2, 3)))
+    convt.bias.data = m.tensor(b)
 
     def conv_step():
         xt = m.tensor(x, requires_grad=True)
@@ -51,8 +57,14 @@ def _cases(m, x, w, b):
         conv.zero_grad()
         pool(m.nn.functional.relu(conv(xt))).sum().backward()
         return xt.grad
+    def convt_step():
+        xt = m.tensor(x, requires_grad=True)
+        convt.zero_grad()
+        convt(xt).sum().backward()
+        return xt.grad
     return [("Conv2d 3x3 fwd+bwd", conv_step), ("MaxPool2d 2 fwd+bwd", pool_step),
-            ("Conv2d+ReLU+MaxPool2d fwd+bwd", both_step)]
+            ("Conv2d+ReLU+MaxPool2d fwd+bwd", both_step),
+            ("ConvTranspose2d 4x4/2 fwd+bwd", convt_step)]
 
 
 def main(argv=None):

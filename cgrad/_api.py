@@ -44,7 +44,8 @@ PYTHON_IN_TORCH = {
 C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "gelu", "linear",
                  "one_hot", "relu_", "softplus", "hardtanh_", "threshold_", "prelu",
                  "hardshrink", "softshrink", "cosine_similarity",
-                 "pairwise_distance"}
+                 "pairwise_distance", "conv_transpose1d", "conv_transpose2d",
+                 "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {
@@ -280,8 +281,24 @@ SUMMARY = {
     "unfold": "Extracts sliding local blocks of a batched input tensor (im2col).",
     "fold": "Combines an array of sliding local blocks into a tensor, summing overlaps "
             "(col2im).",
-    "interpolate": "Resizes the spatial dims of input by size or scale_factor (mode "
-                   "'nearest').",
+    "interpolate": "Resizes the spatial dims of input by size or scale_factor (modes "
+                   "'nearest', 'linear', 'bilinear', 'bicubic', 'area').",
+    "conv_transpose1d": "Applies a 1-D transposed convolution over an input of shape "
+                        "(N, C, L) or (C, L).",
+    "conv_transpose2d": "Applies a 2-D transposed convolution over an input of shape "
+                        "(N, C, H, W) or (C, H, W).",
+    "adaptive_avg_pool1d": "Applies 1-D average pooling to a fixed output length.",
+    "adaptive_max_pool1d": "Applies 1-D max pooling to a fixed output length.",
+    "adaptive_max_pool2d": "Applies 2-D max pooling to a fixed output size.",
+    "lp_pool1d": "Applies 1-D power-average pooling: the p-norm of each window.",
+    "lp_pool2d": "Applies 2-D power-average pooling: the p-norm of each window.",
+    "max_unpool1d": "Computes a partial inverse of max_pool1d: each value put at its index, "
+                    "zeros elsewhere.",
+    "max_unpool2d": "Computes a partial inverse of max_pool2d: each value put at its index, "
+                    "zeros elsewhere.",
+    "pixel_shuffle": "Rearranges (*, C r^2, H, W) into (*, C, H r, W r).",
+    "pixel_unshuffle": "Rearranges (*, C, H r, W r) into (*, C r^2, H, W).",
+    "channel_shuffle": "Divides the channels into groups and interleaves them.",
     "linear": "Applies the affine transformation y = input @ weight.T + bias.",
     "mse_loss": "Mean (or summed) squared error between input and target.",
     "nll_loss": "Negative log likelihood loss of the log-probabilities input at the target "
@@ -556,6 +573,12 @@ ARGS = {
     "divisor_override": "(int, optional) the divisor of every window's sum.",
     "output_size": "(int or tuple of ints) the target output size (None keeps the input's).",
     "groups": "(int) the number of blocked connections from input to output channels.",
+    "output_padding": "(int or tuple of ints) extra size added to one side of each output "
+                      "dimension (default 0).",
+    "norm_type": "(float) the exponent p of the power average.",
+    "indices": "(Tensor) the flat indices of the maxima, as returned by max pooling.",
+    "upscale_factor": "(int) the factor by which to increase the spatial resolution.",
+    "downscale_factor": "(int) the factor by which to decrease the spatial resolution.",
 }
 OVERRIDE = {
     ("scaled_dot_product_attention", "query"): "(Tensor) the queries, of shape (..., L, E).",
@@ -707,7 +730,8 @@ OVERRIDE = {
     ("interpolate", "size"): "(int or tuple of ints, optional) the output spatial size.",
     ("interpolate", "scale_factor"): "(float or tuple of floats, optional) the multiplier of "
                                      "the spatial size.",
-    ("interpolate", "mode"): "(str) the algorithm; only 'nearest' is implemented.",
+    ("interpolate", "mode"): "(str) the algorithm: 'nearest', 'linear', 'bilinear', "
+                             "'bicubic' or 'area'.",
     ("interpolate", "align_corners"): "(bool, optional) for the interpolating modes only.",
     ("interpolate", "recompute_scale_factor"): "(bool, optional) index by the computed size "
                                                "rather than the given scale_factor.",
@@ -716,6 +740,25 @@ OVERRIDE = {
                           "kW).",
     ("conv2d", "weight"): "(Tensor) the filters, of shape (out_channels, in_channels/groups, "
                           "kH, kW).",
+    ("conv_transpose1d", "weight"): "(Tensor) the filters, of shape (in_channels, "
+                                    "out_channels/groups, kW).",
+    ("conv_transpose2d", "weight"): "(Tensor) the filters, of shape (in_channels, "
+                                    "out_channels/groups, kH, kW).",
+    ("conv_transpose1d", "padding"): "(int or tuple of ints) dilation * (kernel_size - 1) - "
+                                     "padding zero padding on both sides of the input.",
+    ("conv_transpose2d", "padding"): "(int or tuple of ints) dilation * (kernel_size - 1) - "
+                                     "padding zero padding on both sides of the input.",
+    ("lp_pool1d", "stride"): "(int, optional) the step between windows (default kernel_size).",
+    ("lp_pool2d", "stride"): "(int or tuple of ints, optional) the step between windows "
+                             "(default kernel_size).",
+    ("max_unpool1d", "stride"): "(int, optional) the pooling's stride (default kernel_size).",
+    ("max_unpool2d", "stride"): "(int or tuple of ints, optional) the pooling's stride "
+                                "(default kernel_size).",
+    ("max_unpool1d", "padding"): "(int) the pooling's padding.",
+    ("max_unpool2d", "padding"): "(int or tuple of ints) the pooling's padding.",
+    ("max_unpool1d", "output_size"): "(tuple of ints, optional) the output's size.",
+    ("max_unpool2d", "output_size"): "(tuple of ints, optional) the output's size.",
+    ("channel_shuffle", "groups"): "(int) the number of groups to divide the channels in.",
     ("linear", "weight"): "(Tensor) the weight, of shape (out_features, in_features).",
     ("bilinear", "weight"): "(Tensor) the weight, of shape (out, in1, in2).",
     ("nll_loss", "weight"): "(Tensor, optional) a manual rescaling weight per class.",

@@ -395,9 +395,35 @@ add("fold", S(lambda m, x: (x, (3, 4), (1, 2)),
               x=np.concatenate([X.ravel(), X.ravel()[:6]]).reshape(1, 2, 9), forms={"F"}),
     table=FS)
 add("interpolate", S(lambda m, x: (x, None, 2), x=X[None, None], forms={"F"}),
-    S(lambda m, x: (x, 5), x=X[None], forms={"F"}, tag="1d"), table=FS)
+    S(lambda m, x: (x, 5), x=X[None], forms={"F"}, tag="1d"),
+    S(lambda m, x: (x, None, 1.5, "bilinear", True), x=X[None, None], forms={"F"},
+      tag="bilinear"),
+    S(lambda m, x: (x, 6, None, "bicubic"), x=X[None, None], forms={"F"}, tag="bicubic"),
+    table=FS)
 add("adaptive_avg_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}),
     S(lambda m, x: (x, 1), x=X[None], forms={"F"}, tag="mean"), table=FS)
+add("conv_transpose1d", S(lambda m, x: (x, leaf(m, X[:1, :3].reshape(1, 1, 3)),
+                                        leaf(m, [0.2])), x=X[None, :1], forms={"F"}),
+    S(lambda m, x: (x, c(m, X[:1, :2].reshape(1, 1, 2)), None, 2, 1, 1), x=X[None, :1],
+      forms={"F"}, tag="strided"), table=FS)
+add("conv_transpose2d", S(lambda m, x: (x, leaf(m, W42.reshape(1, 2, 2, 2)),
+                                        leaf(m, [0.1, -0.3])), x=X[None, None], forms={"F"}),
+    S(lambda m, x: (x, c(m, W42.reshape(1, 2, 2, 2))), lambda m, x: {"stride": 2,
+                                                                      "output_padding": 1},
+      x=X[None, None], forms={"F"}, tag="strided"), table=FS)
+add("adaptive_avg_pool1d", S(lambda m, x: (x, 3), x=X[None], forms={"F"}), table=FS)
+add("adaptive_max_pool1d", S(lambda m, x: (x, 3), x=X[None], forms={"F"}), table=FS)
+add("adaptive_max_pool2d", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+add("lp_pool2d", S(lambda m, x: (x, 2, 2), x=np.abs(X)[None], forms={"F"}), table=FS)
+add("lp_pool1d", S(lambda m, x: (x, 2, 2), x=np.abs(X)[None], forms={"F"}), table=FS)
+add("pixel_shuffle", S(lambda m, x: (x, 2), x=X.reshape(1, 4, 3, 1), forms={"F"}), table=FS)
+add("pixel_unshuffle", S(lambda m, x: (x, 2), x=X[None, :2], forms={"F"}), table=FS)
+add("channel_shuffle", S(lambda m, x: (x, 2), x=X.reshape(1, 4, 3, 1), forms={"F"}),
+    table=FS)
+add("max_unpool1d", S(lambda m, x: (x, i(m, [[1, 2, 5], [0, 3, 4]]), 2), x=X[:2, :3],
+                     forms={"F"}), table=FS)
+add("max_unpool2d", S(lambda m, x: (x, i(m, [[[1, 6], [8, 15]]]), 2), x=X[None, :2, :2],
+                     forms={"F"}), table=FS)
 # normalisation, activations and distances of _norm_more.py / _activation_more.py
 add("hardtanh relu6 hardswish hardsigmoid mish softsign tanhshrink hardshrink "
     "softshrink celu rrelu", S(forms={"F"}), table=FS)

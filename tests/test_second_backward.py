@@ -240,6 +240,7 @@ def test_second_backward(cid, name, form, s, how):
 
 EXPECTED: dict = {  # torch 2.13's outcome per case (regenerate: see the module docstring)
     "ok": set("""
+        F.channel_shuffle:F F.pixel_shuffle:F F.pixel_unshuffle:F
         H:property T:property __add__/scalar:call __add__/tensor:call __getitem__/int:call
         __getitem__/slice:call __getitem__/column:call __getitem__/none_ellipsis:call __iadd__:call
         __isub__:call __mod__:method __neg__:call __pos__:call __radd__:call __rsub__:call
@@ -278,6 +279,10 @@ EXPECTED: dict = {  # torch 2.13's outcome per case (regenerate: see the module 
         vstack/constant:fn zero_:method F.pad:F
         """.split()),
     "raise": set("""
+        F.adaptive_avg_pool1d:F F.adaptive_max_pool1d:F F.adaptive_max_pool2d:F
+        F.conv_transpose1d:F F.conv_transpose1d/strided:F F.conv_transpose2d:F
+        F.conv_transpose2d/strided:F F.lp_pool1d:F F.lp_pool2d:F F.max_unpool1d:F
+        F.max_unpool2d:F
         __abs__:method __getitem__/list:call __getitem__/tensor:call __getitem__/mask:call
         __getitem__/advanced:call __imul__:call __itruediv__:call __matmul__:call
         __mul__/scalar:call __mul__/tensor:call __mul__/constant:call __pow__/scalar:call
@@ -400,7 +405,7 @@ EXPECTED["error1"] |= set("""
     """.split())
 EXPECTED["ok"] |= set("""
     F.adaptive_avg_pool2d/mean:F F.fold:F F.unfold:F F.unfold/strided:F F.interpolate:F
-    F.interpolate/1d:F
+    F.interpolate/1d:F F.interpolate/bilinear:F F.interpolate/bicubic:F
     """.split())
 EXPECTED["ok"] |= set("""
     deg2rad:fn deg2rad:method deg2rad_:method frac:fn frac:method frac_:method lerp/scalar:fn

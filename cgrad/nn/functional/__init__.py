@@ -46,14 +46,16 @@ Elementwise activations (relu, sigmoid, tanh, gelu, ...) delegate to the op libr
 
 The implementation is split by family into private modules (torch's namespace is flat, so
 no public name is added): ``_activation`` (softmax, log_softmax, relu, ...), ``_linear``
-(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_norm_more`` (group_norm,
+(linear, bilinear), ``_conv`` (conv1d, conv2d, unfold, fold), ``_conv_transpose``
+(conv_transpose1d/2d), ``_loss``, ``_normalization`` (layer_norm, batch_norm), ``_norm_more`` (group_norm,
 instance_norm, rms_norm, local_response_norm, normalize), ``_activation_more`` (hardtanh,
 relu6, hardswish, mish, glu, prelu, softmin, celu, ..., cosine_similarity,
 pairwise_distance), ``_dropout``,
 ``_sparse`` (embedding, one_hot), ``_loss_more`` (kl_div, margin and ranking losses,
 ctc_loss, ...), ``_embedding_bag``, ``_attention`` (scaled_dot_product_attention,
-multi_head_attention_forward), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling)
-and ``_utils`` (shared helpers).
+multi_head_attention_forward), ``_padding`` (pad), ``_pooling`` (max/avg/adaptive pooling,
+nearest interpolate), ``_pooling_more`` (adaptive max, lp_pool, max_unpool), ``_upsample``
+(linear/bilinear/bicubic interpolate, pixel/channel shuffles) and ``_utils`` (shared helpers).
 """
 from __future__ import annotations
 
@@ -82,6 +84,7 @@ from cgrad.nn.functional._activation_more import (celu, cosine_similarity, glu, 
                                                   relu6, rrelu, softmin, softshrink, softsign,
                                                   tanhshrink, threshold, threshold_)
 from cgrad.nn.functional._conv import conv1d, conv2d, fold, unfold
+from cgrad.nn.functional._conv_transpose import conv_transpose1d, conv_transpose2d
 from cgrad.nn.functional._dropout import dropout
 from cgrad.nn.functional._linear import bilinear, linear
 from cgrad.nn.functional._loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
@@ -100,7 +103,11 @@ from cgrad.nn.functional._norm_more import (group_norm, instance_norm, local_res
 from cgrad.nn.functional._padding import pad
 from cgrad.nn.functional._pooling import (adaptive_avg_pool2d, avg_pool1d, avg_pool2d,
                                           interpolate, max_pool1d, max_pool2d)
+from cgrad.nn.functional._pooling_more import (adaptive_avg_pool1d, adaptive_max_pool1d,
+                                               adaptive_max_pool2d, lp_pool1d, lp_pool2d,
+                                               max_unpool1d, max_unpool2d)
 from cgrad.nn.functional._sparse import embedding, one_hot
+from cgrad.nn.functional._upsample import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 __all__ = [
     "linear", "relu", "relu_", "leaky_relu", "elu", "selu", "gelu", "silu", "sigmoid", "tanh",
@@ -119,6 +126,9 @@ __all__ = [
     "poisson_nll_loss", "gaussian_nll_loss", "ctc_loss",
     "embedding_bag",
     "scaled_dot_product_attention", "multi_head_attention_forward",
+    "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
 ]
 
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
@@ -128,7 +138,8 @@ _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_re
                  "hardtanh_", "relu6", "hardswish", "hardsigmoid", "mish", "threshold_",
                  "prelu", "logsigmoid", "hardshrink", "softshrink", "celu", "rrelu",
                  "cosine_similarity", "pairwise_distance",
-                 "scaled_dot_product_attention")
+                 "scaled_dot_product_attention", "adaptive_avg_pool1d", "channel_shuffle",
+                 "conv_transpose1d", "conv_transpose2d", "pixel_shuffle", "pixel_unshuffle")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,

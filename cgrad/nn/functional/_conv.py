@@ -86,11 +86,33 @@ def _col2im(dcols, xshape, stride, padding, dilation):
     N, C, kh, kw, Ho, Wo = dcols.shape
     H, W = xshape[2:]
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    if sh > 1 or sw > 1:
+        return _col2im_strided(dcols, xshape, stride, padding, dilation)
     dx = np.zeros((N, C, H + 2 * ph, W + 2 * pw), dtype=dcols.dtype)
     for i in range(kh):
         for j in range(kw):
             dx[:, :, i * dh: i * dh + sh * (Ho - 1) + 1: sh,
                j * dw: j * dw + sw * (Wo - 1) + 1: sw] += dcols[:, :, i, j]
+    return dx[:, :, ph: ph + H, pw: pw + W]
+
+
+def _col2im_strided(dcols, xshape, stride, padding, dilation):
+    """_col2im for a stride > 1: the padded image is split into its sh * sw phases (rows
+    ``q * sh + r`` of phase r), each a contiguous plane that a kernel offset adds to as a
+    dense block (a strided destination is several times slower), interleaved once at the
+    end."""
+    N, C, kh, kw, Ho, Wo = dcols.shape
+    H, W = xshape[2:]
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    Hp, Wp = H + 2 * ph, W + 2 * pw
+    Hq, Wq = -(-Hp // sh), -(-Wp // sw)
+    buf = np.zeros((sh, sw, N, C, Hq, Wq), dtype=dcols.dtype)
+    for i in range(kh):
+        qa, ra = divmod(i * dh, sh)
+        for j in range(kw):
+            qb, rb = divmod(j * dw, sw)
+            buf[ra, rb, :, :, qa: qa + Ho, qb: qb + Wo] += dcols[:, :, i, j]
+    dx = buf.transpose(2, 3, 4, 0, 5, 1).reshape(N, C, Hq * sh, Wq * sw)
     return dx[:, :, ph: ph + H, pw: pw + W]
 
 

@@ -370,17 +370,21 @@ def _nearest_index(n, o, scale):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims of ``(N, C, L)`` or ``(N, C, H, W)``. Only ``mode='nearest'``
-    is implemented (``UpsampleNearest1DBackward0`` / ``UpsampleNearest2DBackward0``)."""
+    """Resize the spatial dims of ``(N, C, L)`` or ``(N, C, H, W)``: mode 'nearest'
+    (``UpsampleNearest1DBackward0`` / ``UpsampleNearest2DBackward0``), 'linear', 'bilinear',
+    'bicubic' (Note [Separable resizing] in cgrad/nn/functional/_upsample.py) or 'area'
+    (adaptive average pooling); ``antialias=True`` and 'trilinear' are not implemented."""
     _checks.check_tensor(input, "interpolate")
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented in cgrad "
-                                  f"(only 'nearest')")
-    if align_corners is not None:
+    interpolating = mode in ("linear", "bilinear", "bicubic", "trilinear")
+    if align_corners is not None and not interpolating:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
+    if interpolating and align_corners is None:
+        align_corners = False
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented in cgrad")
     nd = input.dim() - 2
-    if nd not in (1, 2):
+    if mode == "nearest" and nd not in (1, 2):
         raise NotImplementedError(f"interpolate: {input.dim()}-D inputs are not implemented in "
                                   f"cgrad (3-D and 4-D are)")
     if (size is None) == (scale_factor is None):
@@ -388,6 +392,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          "only one of size or scale_factor should be defined")
     spatial = tuple(input.shape[2:])
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         sizes = (size,) * nd if isinstance(size, numbers.Integral) else tuple(size)
         scales = (None,) * nd
     else:
@@ -400,6 +406,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          f"but got input with spatial dimensions of {list(spatial)} and output "
                          f"size of {list(sizes)}. Please provide input tensor in (N, C, d1, "
                          f"d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+    if mode == "area" and nd in (1, 2):
+        if nd == 1:
+            return adaptive_avg_pool2d(input.unsqueeze(-2), (1, sizes[0])).squeeze(-2)
+        return adaptive_avg_pool2d(input, sizes)
+    if mode != "nearest":
+        # linear, bilinear, bicubic (Note [Separable resizing])
+        from cgrad.nn.functional._upsample import _resize
+        return _resize(input, sizes, scales, mode, align_corners)
     N, C = input.shape[:2]
     if nd == 1:
         iw = _nearest_index(spatial[0], sizes[0], scales[0])

@@ -16,11 +16,19 @@ from cgrad.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLo
                                    TripletMarginLoss, TripletMarginWithDistanceLoss)
 from cgrad.nn.modules.container import (ModuleDict, ModuleList, ParameterDict, ParameterList,
                                         Sequential)
-from cgrad.nn.modules.conv import Conv1d, Conv2d, Fold, Unfold
+from cgrad.nn.modules.conv import (Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold,
+                                   Unfold)
 from cgrad.nn.modules.dropout import Dropout
 from cgrad.nn.modules.flatten import Flatten, Unflatten
-from cgrad.nn.modules.pooling import (AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
-                                      MaxPool2d, Upsample)
+from cgrad.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,
+                                      AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, LPPool1d,
+                                      LPPool2d, MaxPool1d, MaxPool2d, MaxUnpool1d, MaxUnpool2d,
+                                      Upsample)
+from cgrad.nn.modules.upsampling import UpsamplingBilinear2d, UpsamplingNearest2d
+from cgrad.nn.modules.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
+from cgrad.nn.modules.padding import (CircularPad1d, CircularPad2d, ConstantPad1d,
+                                      ConstantPad2d, ReflectionPad1d, ReflectionPad2d,
+                                      ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from cgrad.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d,
                                            InstanceNorm2d, LayerNorm, LocalResponseNorm,
                                            RMSNorm)
@@ -47,4 +55,10 @@ __all__ = [
     "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict", "EmbeddingBag",
     "MultiheadAttention", "Transformer", "TransformerEncoder",
     "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "ConvTranspose1d", "ConvTranspose2d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+    "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+    "ChannelShuffle", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+    "CircularPad1d", "CircularPad2d",
 ]

@@ -10,7 +10,7 @@ from cgrad.nn import init
 from cgrad.nn.modules.module import Module
 from cgrad.nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "Fold", "Unfold"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -23,11 +23,14 @@ def _ntuple(v, n):
 
 class _ConvNd(Module):
     """The shared part of Conv1d/Conv2d: weight ``(out, in/groups, *kernel_size)`` drawn by
-    kaiming_uniform_(a=sqrt(5)), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as torch."""
+    kaiming_uniform_(a=sqrt(5)), bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as torch
+    (ConvTranspose1d/2d: weight ``(in, out/groups, *kernel_size)``)."""
     _nd = 2
+    _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None,
+                 output_padding=0):
         super().__init__()
         n = self._nd
         if groups <= 0:
@@ -52,8 +55,8 @@ class _ConvNd(Module):
         self.stride = _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation = _ntuple(dilation, n)
-        self.transposed = False
-        self.output_padding = (0,) * n
+        self.transposed = self._transposed
+        self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
         if isinstance(self.padding, str):
@@ -68,8 +71,9 @@ class _ConvNd(Module):
             rev = [p for p in reversed(self.padding) for _ in range(2)]
         self._reversed_padding_repeated_twice = rev
         from cgrad._creation import empty
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
-                                      dtype=dtype, device=device))
+        wshape = ((in_channels, out_channels // groups) if self._transposed
+                  else (out_channels, in_channels // groups))
+        self.weight = Parameter(empty(wshape + self.kernel_size, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(empty((out_channels,), dtype=dtype, device=device))
         else:
@@ -121,6 +125,68 @@ class Conv1d(_ConvNd):
 
 class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C_in, H, W)``: weight ``(C_out, C_in/groups, kh, kw)``."""
+    _nd = 2
+
+
+class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d/2d (over F.conv_transpose1d/2d): only padding_mode='zeros', and
+    ``forward(input, output_size=None)`` picks the output_padding that gives output_size."""
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{self.__class__.__name__}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input, output_size, stride, padding, kernel_size,
+                        num_spatial_dims, dilation=None):
+        if output_size is None:
+            return self.output_padding
+        has_batch = input.dim() == num_spatial_dims + 2
+        output_size = list(output_size)
+        if len(output_size) == num_spatial_dims + 2 or (
+                len(output_size) == num_spatial_dims + 1 and not has_batch):
+            output_size = output_size[-num_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, "
+                             f"output_size must have {num_spatial_dims} or "
+                             f"{num_spatial_dims + 2} elements (got {len(output_size)})")
+        spatial = input.shape[-num_spatial_dims:]
+        lo, hi = [], []
+        for d in range(num_spatial_dims):
+            dil = 1 if dilation is None else dilation[d]
+            m = ((spatial[d] - 1) * stride[d] - 2 * padding[d] + dil * (kernel_size[d] - 1)
+                 + 1)
+            lo.append(m)
+            hi.append(m + stride[d] - 1)
+        for d in range(num_spatial_dims):
+            if not lo[d] <= output_size[d] <= hi[d]:
+                raise ValueError(f"requested an output size of {tuple(output_size)}, but valid "
+                                 f"sizes range from {lo} to {hi} (for an input of "
+                                 f"{spatial})")
+        return tuple(output_size[d] - lo[d] for d in range(num_spatial_dims))
+
+    def forward(self, input, output_size=None):
+        n = self._nd
+        op = self._output_padding(input, output_size, self.stride, self.padding,
+                                  self.kernel_size, n, self.dilation)
+        fn = F.conv_transpose1d if n == 1 else F.conv_transpose2d
+        return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                  self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over ``(N, C_in, L)``: weight ``(C_in, C_out/groups, k)``."""
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over ``(N, C_in, H, W)``: weight
+    ``(C_in, C_out/groups, kh, kw)``."""
     _nd = 2
 
 
