@@ -45,7 +45,8 @@ C_IN_TORCH_NN = {"avg_pool1d", "avg_pool2d", "bilinear", "conv1d", "conv2d", "ge
                  "one_hot", "relu_", "softplus", "hardtanh_", "threshold_", "prelu",
                  "hardshrink", "softshrink", "cosine_similarity",
                  "pairwise_distance", "conv_transpose1d", "conv_transpose2d",
-                 "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"}
+                 "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+                 "scaled_dot_product_attention"}
 
 # -- documentation ---------------------------------------------------------------------------
 SUMMARY = {

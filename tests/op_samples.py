@@ -433,7 +433,7 @@ add("threshold", S(lambda m, x: (x, 0.6, -2.0), forms={"F"}), table=FS)
 add("threshold_", S(lambda m, x: (x.clone(), 0.6, -2.0), forms={"F"}), table=FS)
 add("glu", S(lambda m, x: (x,), forms={"F"}), table=FS)
 add("prelu", S(lambda m, x: (x, leaf(m, [0.25])), forms={"F"}),
-    S(lambda m, x: (x, leaf(m, V4)), x=X[None], forms={"F"}, tag="channels"), table=FS)
+    S(lambda m, x: (x, leaf(m, V4)), x=X.T[None], forms={"F"}, tag="channels"), table=FS)
 add("softmin", S(lambda m, x: (x, 1), forms={"F"}), table=FS)
 add("cosine_similarity pairwise_distance", S(lambda m, x: (x, c(m, Y)), forms={"F"}), table=FS)
 add("normalize", S(forms={"F"}), table=FS)
@@ -442,6 +442,39 @@ add("group_norm", S(lambda m, x: (x, 2, leaf(m, V4), leaf(m, -V4)), x=X[:, :, No
 add("instance_norm", S(x=X[None], forms={"F"}), table=FS)
 add("rms_norm", S(lambda m, x: (x, (4,), leaf(m, V4)), forms={"F"}), table=FS)
 add("local_response_norm", S(lambda m, x: (x, 2), x=X[None], forms={"F"}), table=FS)
+
+# the losses of cgrad/nn/functional/_loss_more.py, embedding_bag and attention
+add("kl_div", S(lambda m, x: (x, c(m, np.abs(Y) / 4)), lambda m, x: {"reduction": "batchmean"},
+                forms={"F"}), table=FS)
+add("soft_margin_loss multilabel_soft_margin_loss",
+    S(lambda m, x: (x, c(m, np.sign(Y))), forms={"F"}), table=FS)
+add("hinge_embedding_loss", S(lambda m, x: (x, c(m, np.sign(Y))), forms={"F"}), table=FS)
+add("poisson_nll_loss", S(lambda m, x: (x, c(m, np.abs(Y))), forms={"F"}), table=FS)
+add("gaussian_nll_loss", S(lambda m, x: (x, c(m, Y), c(m, POS + 0.5)), forms={"F"}),
+    table=FS)
+add("margin_ranking_loss", S(lambda m, x: (x[0], c(m, Y[0]), c(m, [1.0, -1.0, 1.0, -1.0])),
+                             forms={"F"}), table=FS)
+add("cosine_embedding_loss", S(lambda m, x: (x, c(m, Y), c(m, [1.0, -1.0, 1.0])),
+                               forms={"F"}), table=FS)
+add("triplet_margin_loss triplet_margin_with_distance_loss",
+    S(lambda m, x: (x, c(m, Y), c(m, -Y)), forms={"F"}), table=FS)
+add("multi_margin_loss", S(lambda m, x: (x, i(m, [0, 3, 1])), forms={"F"}), table=FS)
+add("multilabel_margin_loss", S(lambda m, x: (x, i(m, [[0, 3, -1, 0], [1, -1, 0, 0],
+                                                       [2, 1, 3, -1]])), forms={"F"}),
+    table=FS)
+add("logsigmoid", S(forms={"F"}), table=FS)
+add("ctc_loss", S(lambda m, x: (x.reshape(3, 1, 4).log_softmax(2), i(m, [[1, 2]]),
+                                i(m, [3]), i(m, [2])), forms={"F"}), table=FS)
+add("embedding_bag", S(lambda m, x: (i(m, [0, 2, 1, 1]), x, i(m, [0, 2])), forms={"F"}),
+    table=FS)
+add("scaled_dot_product_attention",
+    S(lambda m, x: (x[None], c(m, Y[None]), c(m, Y[None] * 0.5)), forms={"F"}),
+    S(lambda m, x: (x[None], x[None], x[None]), lambda m, x: {"is_causal": True},
+      forms={"F"}, tag="causal"), table=FS)
+add("multi_head_attention_forward",
+    S(lambda m, x: (x[:, None], x[:, None], x[:, None], 4, 2,
+                    leaf(m, np.linspace(-0.5, 0.5, 48).reshape(12, 4)), None, None, None,
+                    False, 0.0, c(m, np.eye(4) * 0.5), None), forms={"F"}), table=FS)
 
 
 # -- linear algebra on square matrices -------------------------------------------------------

@@ -134,12 +134,11 @@ __all__ = [
 # Note [Tensor functions] in cgrad/__init__.py: the functions of this module that torch binds
 # to a C function refusing a non-Tensor first argument.
 _TENSOR_FIRST = ("avg_pool1d", "avg_pool2d", "dropout", "elu", "gelu", "leaky_relu", "linear",
-                 "one_hot", "relu", "relu_", "selu", "silu", "softplus", "hardtanh",
-                 "hardtanh_", "relu6", "hardswish", "hardsigmoid", "mish", "threshold_",
-                 "prelu", "logsigmoid", "hardshrink", "softshrink", "celu", "rrelu",
-                 "cosine_similarity", "pairwise_distance",
-                 "scaled_dot_product_attention", "adaptive_avg_pool1d", "channel_shuffle",
-                 "conv_transpose1d", "conv_transpose2d", "pixel_shuffle", "pixel_unshuffle")
+                 "one_hot", "relu", "relu_", "selu", "silu", "softplus", "hardtanh", "hardtanh_",
+                 "relu6", "hardswish", "hardsigmoid", "mish", "threshold_", "prelu", "logsigmoid",
+                 "hardshrink", "softshrink", "celu", "rrelu", "adaptive_avg_pool1d",
+                 "channel_shuffle", "conv_transpose1d", "conv_transpose2d", "pixel_shuffle",
+                 "pixel_unshuffle")
 from cgrad import _api  # noqa: E402  # Note [Public callables] (cgrad/_api.py)
 
 _api.install_functions(globals(), __all__, _TENSOR_FIRST, __name__,

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from cgrad._warn import warn as _warn
-from cgrad import _checks
+from cgrad import _C, _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _grad_enabled, _tname
@@ -157,8 +157,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     documented behaviour); ``scale`` defaults to ``1 / sqrt(E)``; ``enable_gqa``
     repeats key/value heads (dim -3) to the query's head count; ``dropout_p`` drops
     attention weights with cgrad's generator. One node (Note [Fused attention])."""
-    for t in (query, key, value):
-        _checks.check_tensor(t, "scaled_dot_product_attention")
+    for pos, (name, t) in enumerate((("query", query), ("key", key), ("value", value)), 1):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position "
+                            f"{pos}) must be Tensor, not {_checks.type_name(t)}")
     q, k, v = query._data, key._data, value._data
     if not (q.dtype == k.dtype == v.dtype):
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got "
