@@ -25,6 +25,8 @@ from cgrad.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,
                                            InstanceNorm2d, LayerNorm, LocalResponseNorm,
                                            RMSNorm)
 from cgrad.nn.modules.sparse import Embedding, EmbeddingBag
+from cgrad.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,
+                                  RNNCellBase)
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -41,4 +43,5 @@ __all__ = [
     "MarginRankingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
     "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss", "ParameterDict", "EmbeddingBag",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
