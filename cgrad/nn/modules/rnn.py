@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-import cgrad
+from cgrad._creation import zeros
+from cgrad.ops.joining import cat, stack
 from cgrad.nn import functional as F
 from cgrad.nn import init
 from cgrad.nn.modules.module import Module
@@ -32,7 +33,7 @@ def _empty(shape, dtype, device=None):
 # one step of each cell (gi: input projection incl. b_ih; h: hidden state)
 
 def _rnn_tanh_step(gi, h, w_hh, b_hh, w_hr=None, c=None):
-    return cgrad.tanh(gi + F.linear(h, w_hh, b_hh)), None
+    return F.tanh(gi + F.linear(h, w_hh, b_hh)), None
 
 
 def _rnn_relu_step(gi, h, w_hh, b_hh, w_hr=None, c=None):
@@ -83,10 +84,10 @@ def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse
                     c = c[:n]
             h, c = step(gi_all[offsets[t]:offsets[t + 1]], h, w_hh, b_hh, w_hr, c)
             outs[t] = h
-        h_n = cgrad.cat([h] + done_h[::-1], 0) if done_h else h
+        h_n = cat([h] + done_h[::-1], 0) if done_h else h
         c_n = None
         if c is not None:
-            c_n = cgrad.cat([c] + done_c[::-1], 0) if done_c else c
+            c_n = cat([c] + done_c[::-1], 0) if done_c else c
     else:
         n0 = int(bs[-1])
         h = h0[:n0]
@@ -94,13 +95,13 @@ def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse
         for t in range(T - 1, -1, -1):
             n = int(bs[t])
             if n > h.shape[0]:                          # sequences that start now
-                h = cgrad.cat([h, h0[h.shape[0]:n]], 0)
+                h = cat([h, h0[h.shape[0]:n]], 0)
                 if c is not None:
-                    c = cgrad.cat([c, c0[c.shape[0]:n]], 0)
+                    c = cat([c, c0[c.shape[0]:n]], 0)
             h, c = step(gi_all[offsets[t]:offsets[t + 1]], h, w_hh, b_hh, w_hr, c)
             outs[t] = h
         h_n, c_n = h, c
-    return cgrad.cat(outs, 0), h_n, c_n
+    return cat(outs, 0), h_n, c_n
 
 
 class RNNBase(Module):
@@ -202,10 +203,6 @@ class RNNBase(Module):
         return (self.num_layers * nd, batch, out)
 
     def check_input(self, input, batch_sizes):
-        if batch_sizes is None and input.dtype != self._flat_weights[0].dtype \
-                and not cgrad.is_floating_point(input):
-            raise ValueError(f"input must have the type {self._flat_weights[0].dtype}, got "
-                             f"type {input.dtype}")
         expected_input_dim = 2 if batch_sizes is not None else 3
         if input.dim() != expected_input_dim:
             raise RuntimeError(f"input must have {expected_input_dim} dimensions, got "
@@ -236,11 +233,11 @@ class RNNBase(Module):
                 outs.append(out)
                 h_out.append(h_n)
                 c_out.append(c_n)
-            layer_in = outs[0] if nd == 1 else cgrad.cat(outs, 1)
+            layer_in = outs[0] if nd == 1 else cat(outs, 1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_in = F.dropout(layer_in, self.dropout, True)
-        h_n = cgrad.stack(h_out, 0)
-        c_n = cgrad.stack(c_out, 0) if cs is not None else None
+        h_n = stack(h_out, 0)
+        c_n = stack(c_out, 0) if cs is not None else None
         return layer_in, h_n, c_n
 
     def _forward_impl(self, input, hx, is_lstm):
@@ -274,8 +271,8 @@ class RNNBase(Module):
         hshape = self._hidden_shape(max_batch)
         cshape = (hshape[0], max_batch, self.hidden_size)
         if hx is None:
-            h0 = cgrad.zeros(hshape, dtype=data.dtype)
-            c0 = cgrad.zeros(cshape, dtype=data.dtype) if is_lstm else None
+            h0 = zeros(hshape, dtype=data.dtype)
+            c0 = zeros(cshape, dtype=data.dtype) if is_lstm else None
         else:
             if is_lstm:
                 if not isinstance(hx, (tuple, list)) or len(hx) != 2:
@@ -461,7 +458,7 @@ class RNNCellBase(Module):
             input = input.unsqueeze(0)
         B = input.shape[0]
         if states is None:
-            states = tuple(cgrad.zeros((B, self.hidden_size), dtype=input.dtype)
+            states = tuple(zeros((B, self.hidden_size), dtype=input.dtype)
                            for _ in range(n_states))
         elif not batched:
             states = tuple(s.unsqueeze(0) for s in states)

@@ -9,7 +9,10 @@ from collections import namedtuple
 
 import numpy as np
 
-import cgrad
+from cgrad import _dtype
+from cgrad._creation import full, tensor
+from cgrad.ops.joining import cat
+from cgrad.tensor import Tensor
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence", "invert_permutation"]
@@ -22,11 +25,11 @@ def invert_permutation(permutation):
     """The inverse of an index permutation (None stays None)."""
     if permutation is None:
         return None
-    p = np.asarray(permutation.detach().numpy() if isinstance(permutation, cgrad.Tensor)
+    p = np.asarray(permutation.detach().numpy() if isinstance(permutation, Tensor)
                    else permutation, dtype=np.int64)
     out = np.empty_like(p)
     out[p] = np.arange(p.size, dtype=np.int64)
-    return cgrad.tensor(out)
+    return tensor(out)
 
 
 class PackedSequence(_PackedSequenceBase):
@@ -36,12 +39,11 @@ class PackedSequence(_PackedSequenceBase):
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is not None:
-            if not isinstance(batch_sizes, cgrad.Tensor) or batch_sizes.dim() != 1:
+            if not isinstance(batch_sizes, Tensor) or batch_sizes.dim() != 1:
                 raise ValueError(
                     "batch_sizes should always be on CPU. Instances of PackedSequence should "
                     "never be created manually. They should be instantiated by functions like "
-                    "pack_sequence and pack_padded_sequences in nn.utils.rnn. "
-                    "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
+                    "pack_sequence and pack_padded_sequences in nn.utils.rnn.")
             return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
         # PackedSequence((data, batch_sizes)) form
         data, batch_sizes = data[0], data[1]
@@ -60,28 +62,28 @@ class PackedSequence(_PackedSequenceBase):
         return self.to("cpu")
 
     def double(self):
-        return self.to(dtype=cgrad.float64)
+        return self.to(dtype=_dtype.float64)
 
     def float(self):
-        return self.to(dtype=cgrad.float32)
+        return self.to(dtype=_dtype.float32)
 
     def half(self):
-        return self.to(dtype=cgrad.float16)
+        return self.to(dtype=_dtype.float16)
 
     def long(self):
-        return self.to(dtype=cgrad.int64)
+        return self.to(dtype=_dtype.int64)
 
     def int(self):
-        return self.to(dtype=cgrad.int32)
+        return self.to(dtype=_dtype.int32)
 
     def short(self):
-        return self.to(dtype=cgrad.int16)
+        return self.to(dtype=_dtype.int16)
 
     def char(self):
-        return self.to(dtype=cgrad.int8)
+        return self.to(dtype=_dtype.int8)
 
     def byte(self):
-        return self.to(dtype=cgrad.uint8)
+        return self.to(dtype=_dtype.uint8)
 
     @property
     def is_cuda(self):
@@ -92,7 +94,7 @@ class PackedSequence(_PackedSequenceBase):
 
 
 def _lengths_array(lengths):
-    if isinstance(lengths, cgrad.Tensor):
+    if isinstance(lengths, Tensor):
         return np.asarray(lengths.detach().numpy(), dtype=np.int64).reshape(-1)
     return np.asarray(list(lengths), dtype=np.int64).reshape(-1)
 
@@ -117,7 +119,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = np.arange(lens.size)
     else:
         order = np.argsort(-lens, kind="stable")
-        sorted_indices = cgrad.tensor(order.astype(np.int64))
+        sorted_indices = tensor(order.astype(np.int64))
     if batch_first:
         input = input.transpose(0, 1)
     T, B = input.shape[0], input.shape[1]
@@ -137,8 +139,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     b_idx = np.concatenate([np.arange(n) for n in bs]) if bs.size else np.zeros(0, np.int64)
     rows = t_idx * B + order[b_idx]
     flat = input.reshape((T * B,) + tuple(input.shape[2:]))
-    data = flat[cgrad.tensor(rows.astype(np.int64))]
-    return PackedSequence(data, cgrad.tensor(bs), sorted_indices, None)
+    data = flat[tensor(rows.astype(np.int64))]
+    return PackedSequence(data, tensor(bs), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -168,12 +170,12 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         unsorted = np.asarray(sequence.unsorted_indices.numpy(), dtype=np.int64)
         src = src[:, unsorted]
         slens = slens[unsorted]
-    pad = cgrad.full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype)
-    ext = cgrad.cat([data, pad], 0)
-    out = ext[cgrad.tensor(src.reshape(-1))].reshape((T, B) + tuple(data.shape[1:]))
+    pad = full((1,) + tuple(data.shape[1:]), padding_value, dtype=data.dtype)
+    ext = cat([data, pad], 0)
+    out = ext[tensor(src.reshape(-1))].reshape((T, B) + tuple(data.shape[1:]))
     if batch_first:
         out = out.transpose(0, 1)
-    return out, cgrad.tensor(slens)
+    return out, tensor(slens)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -181,7 +183,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
-    if isinstance(sequences, cgrad.Tensor):
+    if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     sequences = list(sequences)
     if len(sequences) == 0:
@@ -197,11 +199,11 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     valid = (k >= 0) & (k < lens[:, None])
     src = np.where(valid, starts[:, None] + k, N)          # (B, L)
     dtype = sequences[0].dtype
-    pad = cgrad.full((1,) + trailing, padding_value, dtype=dtype)
-    ext = cgrad.cat(list(sequences) + [pad], 0)
+    pad = full((1,) + trailing, padding_value, dtype=dtype)
+    ext = cat(list(sequences) + [pad], 0)
     if not batch_first:
         src = src.T
-    return ext[cgrad.tensor(np.ascontiguousarray(src).reshape(-1))].reshape(
+    return ext[tensor(np.ascontiguousarray(src).reshape(-1))].reshape(
         src.shape + trailing)
 
 
