@@ -177,10 +177,12 @@ def test_float32_matches(torch):
     np.testing.assert_allclose(cc.detach().numpy(), tc.detach().numpy(), atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize("name", ["LSTM", "LSTM-proj", "GRU"])
 def test_gradcheck_and_double_backward(name):
+    """LSTM without projection is the fused node (NumPy BPTT; composite under create_graph)."""
     cgrad.manual_seed(0)
-    kw = {"proj_size": 2} if name == "LSTM" else {}
+    kw = {"proj_size": 2} if name == "LSTM-proj" else {}
+    name = name.split("-")[0]
     m = getattr(nn, name)(2, 3, bidirectional=True, dtype=cgrad.float64, **kw)
     x = cgrad.randn(3, 2, 2, dtype=cgrad.float64, requires_grad=True)
 
@@ -286,3 +288,21 @@ def test_pack_pad_utils_match_torch(torch):
     assert cp._fields == ("data", "batch_sizes", "sorted_indices", "unsorted_indices")
     assert cp.to(cgrad.float32).data.dtype == cgrad.float32
     assert cp.to(cgrad.float32).batch_sizes.dtype == cgrad.int64
+
+
+def test_fused_lstm_double_backward_matches_torch(torch):
+    tm, cm = _pair(torch, "LSTM", 2, 3, bidirectional=True)
+    rng = np.random.default_rng(7)
+    tx, cx = _leaf(torch, rng.standard_normal((3, 2, 2)))
+    th, ch = _leaf(torch, rng.standard_normal((2, 2, 3)))
+    tc, cc = _leaf(torch, rng.standard_normal((2, 2, 3)))
+    res = []
+    for mod, x, h, c, lib in ((tm, tx, th, tc, torch), (cm, cx, ch, cc, cgrad)):
+        out, (hn, cn) = mod(x, (h, c))
+        loss = (out ** 2).sum() + (hn * cn).sum()
+        params = [x, h, c] + list(mod.parameters())
+        gs = lib.autograd.grad(loss, params, create_graph=True)
+        s = sum((g ** 2).sum() for g in gs)
+        res.append([a.detach().numpy() for a in lib.autograd.grad(s, params)])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, atol=1e-10, rtol=1e-10)

@@ -17,6 +17,7 @@ from cgrad._creation import zeros
 from cgrad.ops.joining import cat, stack
 from cgrad.nn import functional as F
 from cgrad.nn import init
+from cgrad.nn.functional._rnn import _LSTMLayer
 from cgrad.nn.modules.module import Module
 from cgrad.nn.parameter import Parameter
 from cgrad.nn.utils.rnn import PackedSequence
@@ -64,9 +65,23 @@ _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_
           "GRU": _gru_step}
 
 
-def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
+def _lstm_composite(x, h0, c0, w_ih, w_hh, b_ih, b_hh, T, reverse):
+    bs = np.full(T, h0.shape[0], dtype=np.int64)
+    return _run_direction(_lstm_step, x, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, None, reverse,
+                          fused=False)
+
+
+def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse,
+                   fused=True):
     """Runs one layer-direction over packed data (N, I) with batch sizes bs (numpy, non-
-    increasing). Returns the packed output (N, H_out) and the final h (and c)."""
+    increasing). Returns the packed output (N, H_out) and the final h (and c).
+
+    An LSTM without projection over equal-length sequences runs as one fused node
+    (_LSTMLayer); everything else is composed of cgrad ops step by step."""
+    if (fused and step is _lstm_step and w_hr is None and bs.size
+            and bs[0] == bs[-1] and bs[0] == h0.shape[0]):
+        return _LSTMLayer.apply(data, h0, c0, w_ih, w_hh, b_ih, b_hh, int(bs.size), reverse,
+                                _lstm_composite)
     gi_all = F.linear(data, w_ih, b_ih)                 # one matmul for every step
     offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
     T = bs.size
