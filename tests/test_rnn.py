@@ -227,9 +227,19 @@ def test_errors(torch):
     m = nn.LSTM(3, 4)
     with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size"):
         m(cgrad.randn(2, 1, 5))
-    with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
+    with pytest.raises(ValueError, match="LSTM: Expected input to be 2D or 3D, got 4D instead"):
         m(cgrad.randn(2, 1, 1, 3))
-    with pytest.raises(RuntimeError, match="Expected hidden\\[0\\] size|Expected hidden size"):
+    with pytest.raises(RuntimeError, match="Expected hidden\\[1\\] size"):
+        m(cgrad.randn(2, 1, 3), (cgrad.zeros(1, 1, 4), cgrad.zeros(2, 1, 4)))
+    with pytest.raises(RuntimeError, match="For batched 3-D input, hx should also be 3-D"):
+        nn.GRU(3, 4)(cgrad.randn(2, 1, 3), cgrad.zeros(1, 4))
+    with pytest.raises(RuntimeError, match="For unbatched 2-D input, hx should also be 2-D"):
+        nn.GRU(3, 4)(cgrad.randn(2, 3), cgrad.zeros(1, 1, 4))
+    with pytest.raises(RuntimeError, match="Input batch size 2 doesn't match hidden0 batch"):
+        nn.RNNCell(3, 4)(cgrad.randn(2, 3), cgrad.zeros(3, 4))
+    with pytest.raises(ValueError, match="LSTMCell: Expected hx\\[0\\] to be 1D or 2D"):
+        nn.LSTMCell(3, 4)(cgrad.randn(3), (cgrad.zeros(1, 1, 4),) * 2)
+    with pytest.raises(RuntimeError, match="Expected hidden\\[0\\] size \\(1, 1, 4\\), got \\[2, 1, 4\\]"):
         m(cgrad.randn(2, 1, 3), (cgrad.zeros(2, 1, 4), cgrad.zeros(1, 1, 4)))
     with pytest.raises(RuntimeError, match="Expected hidden size"):
         nn.GRU(3, 4)(cgrad.randn(2, 1, 3), cgrad.zeros(1, 2, 4))

@@ -268,8 +268,6 @@ class RNNBase(Module):
         else:
             if input.dim() not in (2, 3):
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                 "tensor instead" if not is_lstm else
-                                 f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                                  "instead")
             is_batched = input.dim() == 3
             batch_dim = 0 if self.batch_first else 1
@@ -290,9 +288,7 @@ class RNNBase(Module):
             c0 = zeros(cshape, dtype=data.dtype) if is_lstm else None
         else:
             if is_lstm:
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                    raise RuntimeError("lstm expects two hidden states")
-                h0, c0 = hx
+                h0, c0 = hx[0], hx[1]
             else:
                 h0, c0 = hx, None
             if not is_packed:
@@ -317,9 +313,11 @@ class RNNBase(Module):
             if sorted_indices is not None:
                 h0 = h0.index_select(1, sorted_indices)
                 c0 = c0.index_select(1, sorted_indices) if is_lstm else None
-            self._check_hidden(h0, hshape)
             if is_lstm:
+                self._check_hidden(h0, hshape, "Expected hidden[0] size {}, got {}")
                 self._check_hidden(c0, cshape, "Expected hidden[1] size {}, got {}")
+            else:
+                self._check_hidden(h0, hshape)
         hs = list(h0.unbind(0))
         cs = list(c0.unbind(0)) if is_lstm else None
         out, h_n, c_n = self._run(data, bs, hs, cs)
@@ -461,13 +459,11 @@ class RNNCellBase(Module):
                                f"expected {self.input_size}")
         states = hx if n_states == 2 else ((hx,) if hx is not None else None)
         if states is not None:
-            for s in states:
+            for k, s in enumerate(states):
                 if s.dim() not in (1, 2):
-                    raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got "
+                    what = f"hx[{k}]" if n_states == 2 else "hidden"
+                    raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got "
                                      f"{s.dim()}D instead")
-                if input.dim() != s.dim():
-                    raise RuntimeError(f"{name}: Expected hidden to be {input.dim()}D, got "
-                                       f"{s.dim()}D instead")
         batched = input.dim() == 2
         if not batched:
             input = input.unsqueeze(0)
