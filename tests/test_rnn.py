@@ -239,7 +239,8 @@ def test_errors(torch):
         nn.RNNCell(3, 4)(cgrad.randn(2, 3), cgrad.zeros(3, 4))
     with pytest.raises(ValueError, match="LSTMCell: Expected hx\\[0\\] to be 1D or 2D"):
         nn.LSTMCell(3, 4)(cgrad.randn(3), (cgrad.zeros(1, 1, 4),) * 2)
-    with pytest.raises(RuntimeError, match="Expected hidden\\[0\\] size \\(1, 1, 4\\), got \\[2, 1, 4\\]"):
+    with pytest.raises(RuntimeError,
+                       match=r"Expected hidden\[0\] size \(1, 1, 4\), got \[2, 1, 4\]"):
         m(cgrad.randn(2, 1, 3), (cgrad.zeros(2, 1, 4), cgrad.zeros(1, 1, 4)))
     with pytest.raises(RuntimeError, match="Expected hidden size"):
         nn.GRU(3, 4)(cgrad.randn(2, 1, 3), cgrad.zeros(1, 2, 4))

@@ -49,16 +49,17 @@ class _LSTMLayer(Function):
         c = c0._data.astype(dt, copy=False)
         steps = range(T - 1, -1, -1) if reverse else range(T)
         for t in steps:
-            a = gi[t] + h @ whh.T
-            acts[t, :, :2 * H] = _sigmoid(a[:, :2 * H])
-            acts[t, :, 2 * H:3 * H] = np.tanh(a[:, 2 * H:3 * H])
-            acts[t, :, 3 * H:] = _sigmoid(a[:, 3 * H:])
-            i, f, g, o = (acts[t, :, k * H:(k + 1) * H] for k in range(4))
-            c = f * c + i * g
+            a = gi[t]
+            a += h @ whh.T
+            act = acts[t]
+            act[:] = _sigmoid(a)
+            np.tanh(a[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
+            c = act[:, H:2 * H] * c
+            c += act[:, :H] * act[:, 2 * H:3 * H]
             cs[t] = c
-            tcs[t] = np.tanh(c)
-            h = o * tcs[t]
-            hs[t] = h
+            np.tanh(c, out=tcs[t])
+            h = hs[t]
+            np.multiply(act[:, 3 * H:], tcs[t], out=h)
         if ctx is not None:
             ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
             ctx._aux = (T, reverse, acts, cs, tcs, hs, composite)
@@ -83,28 +84,31 @@ class _LSTMLayer(Function):
         go = g_out._data.reshape(T, B, H)
         dh = g_h._data.astype(hs.dtype, copy=True)
         dc = g_c._data.astype(hs.dtype, copy=True)
-        dA = np.empty_like(acts)
-        order = range(T) if reverse else range(T - 1, -1, -1)
-        prev = (lambda t: t + 1) if reverse else (lambda t: t - 1)
-        c0d = c0._data
-        for t in order:
-            i, f, g, o = (acts[t, :, k * H:(k + 1) * H] for k in range(4))
-            dh = dh + go[t]
-            tc = tcs[t]
-            dc = dc + dh * o * (1 - tc * tc)
-            tp = prev(t)
-            c_prev = cs[tp] if 0 <= tp < T else c0d
-            dA[t, :, :H] = dc * g * i * (1 - i)
-            dA[t, :, H:2 * H] = dc * c_prev * f * (1 - f)
-            dA[t, :, 2 * H:3 * H] = dc * i * (1 - g * g)
-            dA[t, :, 3 * H:] = dh * tc * o * (1 - o)
-            dc = dc * f
-            dh = dA[t] @ whh
-        # h_{t-1} for every t, in processing order
+        # h_{t-1} and c_{t-1} for every t, in processing order
         if reverse:
             hprev = np.concatenate([hs[1:], h0._data[None]], 0)
+            cprev = np.concatenate([cs[1:], c0._data[None]], 0)
         else:
             hprev = np.concatenate([h0._data[None], hs[:-1]], 0)
+            cprev = np.concatenate([c0._data[None], cs[:-1]], 0)
+        # every factor that does not depend on the recursion, for all steps at once
+        a4 = acts.reshape(T, B, 4, H)
+        i, f, g, o = a4[:, :, 0], a4[:, :, 1], a4[:, :, 2], a4[:, :, 3]
+        k_c = o * (1 - tcs * tcs)                       # dc/dh through h = o tanh(c)
+        coef = np.empty((T, B, 3, H), dtype=acts.dtype)  # d pre-activation / dc for i, f, g
+        coef[:, :, 0] = g * i * (1 - i)
+        coef[:, :, 1] = cprev * f * (1 - f)
+        coef[:, :, 2] = i * (1 - g * g)
+        k_o = tcs * o * (1 - o)                         # d pre-activation(o) / dh
+        dA = np.empty((T, B, 4, H), dtype=acts.dtype)
+        order = range(T) if reverse else range(T - 1, -1, -1)
+        for t in order:
+            dh += go[t]
+            dc += dh * k_c[t]
+            np.multiply(dc[:, None, :], coef[t], out=dA[t, :, :3])
+            np.multiply(dh, k_o[t], out=dA[t, :, 3])
+            dc *= f[t]
+            dh = dA[t].reshape(B, 4 * H) @ whh
         dAf = dA.reshape(T * B, 4 * H)
         gx = _wrap(dAf @ w_ih._data) if needs[0] else None
         gh0 = _wrap(dh) if needs[1] else None
