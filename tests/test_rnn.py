@@ -79,6 +79,7 @@ def _check(torch, tm, cm, targs, cargs, tol=1e-10):
     ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2)),
     ("LSTM", dict(batch_first=True)),
     ("GRU", dict(num_layers=2, bidirectional=True, batch_first=True)),
+    ("GRU", dict(bias=False)),
 ])
 def test_module_matches_torch(torch, name, kw):
     tm, cm = _pair(torch, name, 3, 4, **kw)
@@ -301,17 +302,26 @@ def test_pack_pad_utils_match_torch(torch):
     assert cp.to(cgrad.float32).batch_sizes.dtype == cgrad.int64
 
 
-def test_fused_lstm_double_backward_matches_torch(torch):
-    tm, cm = _pair(torch, "LSTM", 2, 3, bidirectional=True)
+@pytest.mark.parametrize("name,kw", [("LSTM", {}), ("GRU", {}),
+                                     ("RNN", {"nonlinearity": "relu"})])
+def test_fused_double_backward_matches_torch(torch, name, kw):
+    """Equal lengths run as one fused node per layer-direction; create_graph goes through
+    the composite steps."""
+    tm, cm = _pair(torch, name, 2, 3, bidirectional=True, **kw)
     rng = np.random.default_rng(7)
     tx, cx = _leaf(torch, rng.standard_normal((3, 2, 2)))
     th, ch = _leaf(torch, rng.standard_normal((2, 2, 3)))
     tc, cc = _leaf(torch, rng.standard_normal((2, 2, 3)))
     res = []
     for mod, x, h, c, lib in ((tm, tx, th, tc, torch), (cm, cx, ch, cc, cgrad)):
-        out, (hn, cn) = mod(x, (h, c))
+        if name == "LSTM":
+            out, (hn, cn) = mod(x, (h, c))
+            params = [x, h, c] + list(mod.parameters())
+        else:
+            out, hn = mod(x, h)
+            cn = hn
+            params = [x, h] + list(mod.parameters())
         loss = (out ** 2).sum() + (hn * cn).sum()
-        params = [x, h, c] + list(mod.parameters())
         gs = lib.autograd.grad(loss, params, create_graph=True)
         s = sum((g ** 2).sum() for g in gs)
         res.append([a.detach().numpy() for a in lib.autograd.grad(s, params)])

@@ -17,7 +17,7 @@ from cgrad._creation import zeros
 from cgrad.ops.joining import cat, stack
 from cgrad.nn import functional as F
 from cgrad.nn import init
-from cgrad.nn.functional._rnn import _LSTMLayer
+from cgrad.nn.functional._rnn import _GRULayer, _LSTMLayer, _RNNLayer
 from cgrad.nn.modules.module import Module
 from cgrad.nn.parameter import Parameter
 from cgrad.nn.utils.rnn import PackedSequence
@@ -71,17 +71,38 @@ def _lstm_composite(x, h0, c0, w_ih, w_hh, b_ih, b_hh, T, reverse):
                           fused=False)
 
 
+def _composite_for(step):
+    def composite(x, h0, w_ih, w_hh, b_ih, b_hh, T, reverse):
+        bs = np.full(T, h0.shape[0], dtype=np.int64)
+        out, h_n, _ = _run_direction(step, x, bs, h0, None, w_ih, w_hh, b_ih, b_hh, None,
+                                     reverse, fused=False)
+        return out, h_n
+    return composite
+
+
+_COMPOSITES = {s: _composite_for(s) for s in (_gru_step, _rnn_tanh_step, _rnn_relu_step)}
+
+
 def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse,
                    fused=True):
     """Runs one layer-direction over packed data (N, I) with batch sizes bs (numpy, non-
     increasing). Returns the packed output (N, H_out) and the final h (and c).
 
-    An LSTM without projection over equal-length sequences runs as one fused node
-    (_LSTMLayer); everything else is composed of cgrad ops step by step."""
-    if (fused and step is _lstm_step and w_hr is None and bs.size
-            and bs[0] == bs[-1] and bs[0] == h0.shape[0]):
-        return _LSTMLayer.apply(data, h0, c0, w_ih, w_hh, b_ih, b_hh, int(bs.size), reverse,
-                                _lstm_composite)
+    Equal-length sequences (and no LSTM projection) run as one fused node (_LSTMLayer,
+    _GRULayer, _RNNLayer); packed variable lengths and proj_size are composed of cgrad ops
+    step by step."""
+    if fused and w_hr is None and bs.size and bs[0] == bs[-1] and bs[0] == h0.shape[0]:
+        T = int(bs.size)
+        if step is _lstm_step:
+            return _LSTMLayer.apply(data, h0, c0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+                                    _lstm_composite)
+        if step is _gru_step:
+            out, h_n = _GRULayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+                                       _COMPOSITES[step])
+        else:
+            out, h_n = _RNNLayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+                                       _COMPOSITES[step], step is _rnn_relu_step)
+        return out, h_n, None
     gi_all = F.linear(data, w_ih, b_ih)                 # one matmul for every step
     offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
     T = bs.size
