@@ -243,6 +243,9 @@ def test_errors(torch):
     with pytest.raises(RuntimeError,
                        match=r"Expected hidden\[0\] size \(1, 1, 4\), got \[2, 1, 4\]"):
         m(cgrad.randn(2, 1, 3), (cgrad.zeros(2, 1, 4), cgrad.zeros(1, 1, 4)))
+    with pytest.raises(ValueError, match=r"RNN input dtype \(cgrad.float64\) does not match "
+                       r"weight dtype \(cgrad.float32\)"):
+        m(cgrad.randn(2, 1, 3, dtype=cgrad.float64))
     with pytest.raises(RuntimeError, match="Expected hidden size"):
         nn.GRU(3, 4)(cgrad.randn(2, 1, 3), cgrad.zeros(1, 2, 4))
     with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):

@@ -239,6 +239,11 @@ class RNNBase(Module):
         return (self.num_layers * nd, batch, out)
 
     def check_input(self, input, batch_sizes):
+        w_dtype = self._flat_weights[0].dtype
+        if input.dtype != w_dtype:
+            a, b = f"cgrad.{np.dtype(input.dtype).name}", f"cgrad.{np.dtype(w_dtype).name}"
+            raise ValueError(f"RNN input dtype ({a}) does not match weight dtype ({b}). "
+                             f"Convert input: input.to({b}), or convert model: model.to({a})")
         expected_input_dim = 2 if batch_sizes is not None else 3
         if input.dim() != expected_input_dim:
             raise RuntimeError(f"input must have {expected_input_dim} dimensions, got "
