@@ -98,11 +98,13 @@ def test_module_matches_torch(torch, name, kw):
         _check(torch, tm, cm, (tx, th), (cx, ch))
 
 
-@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "LSTM-proj", "GRU"])
 def test_packed_variable_lengths(torch, name):
+    """Fused nodes over packed data (LSTM with proj_size: the composite steps)."""
     kw = dict(num_layers=2, bidirectional=True)
-    if name == "LSTM":
+    if name == "LSTM-proj":
         kw["proj_size"] = 3
+    name = name.split("-")[0]
     tm, cm = _pair(torch, name, 2, 4, **kw)
     rng = np.random.default_rng(2)
     lengths = [3, 5, 1, 4]
@@ -113,7 +115,7 @@ def test_packed_variable_lengths(torch, name):
     np.testing.assert_array_equal(cp.batch_sizes.numpy(), tp.batch_sizes.numpy())
     np.testing.assert_array_equal(cp.sorted_indices.numpy(), tp.sorted_indices.numpy())
     np.testing.assert_array_equal(cp.unsorted_indices.numpy(), tp.unsorted_indices.numpy())
-    hout = 3 if name == "LSTM" else 4
+    hout = kw.get("proj_size", 4)
     th, ch = _leaf(torch, rng.standard_normal((4, 4, hout)))
     if name == "LSTM":
         tc, cc = _leaf(torch, rng.standard_normal((4, 4, 4)))
@@ -330,3 +332,17 @@ def test_fused_double_backward_matches_torch(torch, name, kw):
         res.append([a.detach().numpy() for a in lib.autograd.grad(s, params)])
     for a, b in zip(*res):
         np.testing.assert_allclose(b, a, atol=1e-10, rtol=1e-10)
+
+
+def test_packed_double_backward():
+    cgrad.manual_seed(0)
+    m = nn.GRU(2, 3, bidirectional=True, dtype=cgrad.float64)
+    x = cgrad.randn(3, 3, 2, dtype=cgrad.float64, requires_grad=True)
+
+    def f(x):
+        p = rnn_utils.pack_padded_sequence(x, [1, 3, 2], enforce_sorted=False)
+        out, h = m(p)
+        return rnn_utils.pad_packed_sequence(out)[0], h
+
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))

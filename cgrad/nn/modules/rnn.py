@@ -65,15 +65,13 @@ _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_
           "GRU": _gru_step}
 
 
-def _lstm_composite(x, h0, c0, w_ih, w_hh, b_ih, b_hh, T, reverse):
-    bs = np.full(T, h0.shape[0], dtype=np.int64)
+def _lstm_composite(x, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse):
     return _run_direction(_lstm_step, x, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, None, reverse,
                           fused=False)
 
 
 def _composite_for(step):
-    def composite(x, h0, w_ih, w_hh, b_ih, b_hh, T, reverse):
-        bs = np.full(T, h0.shape[0], dtype=np.int64)
+    def composite(x, h0, w_ih, w_hh, b_ih, b_hh, bs, reverse):
         out, h_n, _ = _run_direction(step, x, bs, h0, None, w_ih, w_hh, b_ih, b_hh, None,
                                      reverse, fused=False)
         return out, h_n
@@ -88,19 +86,18 @@ def _run_direction(step, data, bs, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse
     """Runs one layer-direction over packed data (N, I) with batch sizes bs (numpy, non-
     increasing). Returns the packed output (N, H_out) and the final h (and c).
 
-    Equal-length sequences (and no LSTM projection) run as one fused node (_LSTMLayer,
-    _GRULayer, _RNNLayer); packed variable lengths and proj_size are composed of cgrad ops
-    step by step."""
-    if fused and w_hr is None and bs.size and bs[0] == bs[-1] and bs[0] == h0.shape[0]:
-        T = int(bs.size)
+    Without an LSTM projection a layer-direction is one fused node (_LSTMLayer, _GRULayer,
+    _RNNLayer; also for packed variable lengths); an LSTM with proj_size, and the fused
+    nodes' create_graph backward, are composed of cgrad ops step by step."""
+    if fused and w_hr is None and bs.size and bs[0] == h0.shape[0]:
         if step is _lstm_step:
-            return _LSTMLayer.apply(data, h0, c0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+            return _LSTMLayer.apply(data, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse,
                                     _lstm_composite)
         if step is _gru_step:
-            out, h_n = _GRULayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+            out, h_n = _GRULayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, bs, reverse,
                                        _COMPOSITES[step])
         else:
-            out, h_n = _RNNLayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, T, reverse,
+            out, h_n = _RNNLayer.apply(data, h0, w_ih, w_hh, b_ih, b_hh, bs, reverse,
                                        _COMPOSITES[step], step is _rnn_relu_step)
         return out, h_n, None
     gi_all = F.linear(data, w_ih, b_ih)                 # one matmul for every step
