@@ -378,17 +378,6 @@ class RNNBase(Module):
         return s.format(**self.__dict__)
 
 
-def _split_args(args, kwargs, names, defaults):
-    vals = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k in vals:
-            raise TypeError(f"__init__() got multiple values for argument '{k}'")
-        vals[k] = v
-    for k, v in defaults.items():
-        vals.setdefault(k, v)
-    return vals
-
-
 class RNN(RNNBase):
     """Elman RNN with tanh or ReLU nonlinearity: h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} +
     b_hh)."""
