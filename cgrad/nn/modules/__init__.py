@@ -37,6 +37,8 @@ from cgrad.nn.modules.attention import MultiheadAttention
 from cgrad.nn.modules.transformer import (Transformer, TransformerDecoder,
                                           TransformerDecoderLayer, TransformerEncoder,
                                           TransformerEncoderLayer)
+from cgrad.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,
+                                  RNNCellBase)
 
 __all__ = [
     "Module", "Identity", "Linear", "Bilinear", "ReLU", "LeakyReLU", "ELU", "SELU", "GELU",
@@ -61,4 +63,5 @@ __all__ = [
     "ChannelShuffle", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
     "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]

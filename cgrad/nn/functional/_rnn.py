@@ -1,0 +1,300 @@
+"""Fused recurrent layers: one graph node per layer-direction for the whole sequence.
+
+Sequences are in packed form: data (N, I) holding step t's rows at offsets[t]:offsets[t+1],
+batch_sizes bs non-increasing (equal lengths: every bs[t] = B). Forward runs the time loop in
+NumPy (one matmul for the input projection of every step, one matmul per step for the
+hidden-to-hidden gates of the active rows) and keeps the gate activations; backward runs BPTT
+in NumPy, with every factor that does not depend on the recursion computed for all steps at
+once, and ends with one matmul each for dW_ih, dW_hh and dx. The state is a (B, H) array of
+which step t updates the first bs[t] rows; the rows left alone hold the final state of the
+sequences that ended (forward) or the initial state of those not yet started (reverse).
+When backward itself is recorded (create_graph), it rebuilds the layer from cgrad ops and
+differentiates that, so double backward works.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cgrad._C import _wrap
+from cgrad.autograd.engine import grad as _autograd_grad
+from cgrad.autograd.function import Function
+from cgrad.nn.functional._utils import _grad_enabled
+
+__all__ = []
+
+
+def _sigmoid(a):
+    out = np.negative(a)
+    np.exp(out, out=out)
+    out += 1
+    np.reciprocal(out, out=out)
+    return out
+
+
+def _layout(bs, reverse):
+    """Offsets of each step, the processing order, and for every packed row the row of its
+    previous state: a packed row, or N + b for the initial state of batch entry b."""
+    bs = np.asarray(bs, dtype=np.int64)
+    T = bs.size
+    offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
+    N = int(offsets[-1])
+    t_idx = np.repeat(np.arange(T), bs)
+    b_idx = np.arange(N) - offsets[t_idx]
+    tp = t_idx + 1 if reverse else t_idx - 1
+    has_prev = (tp >= 0) & (tp < T)
+    tp_c = np.clip(tp, 0, T - 1)
+    has_prev &= b_idx < bs[tp_c]
+    prev = np.where(has_prev, offsets[tp_c] + b_idx, N + b_idx)
+    order = range(T - 1, -1, -1) if reverse else range(T)
+    return offsets, order, prev
+
+
+def _prev_rows(seq, first, prev):
+    return np.concatenate([seq, first], 0)[prev]
+
+
+def _composite_grads(ctx, tensors, grads_out, composite, args):
+    """create_graph path: rebuild the layer from cgrad ops and differentiate it."""
+    needs = ctx.needs_input_grad
+    inputs = [t for t, n in zip(tensors, needs) if n and t is not None]
+    outs = composite(*tensors, *args)
+    grads = iter(_autograd_grad(outs, inputs, grads_out, create_graph=True, allow_unused=True))
+    return [next(grads) if (n and t is not None) else None for t, n in zip(tensors, needs)]
+
+
+def _param_grads(needs, x, w_ih, dGI, dGH, hprev, b_ih, b_hh, k=2):
+    """dx, dW_ih, dW_hh, db_ih, db_hh from the packed pre-activation gradients (needs from
+    position k: x is input 0, w_ih k, w_hh k+1, b_ih k+2, b_hh k+3)."""
+    gx = _wrap(dGI @ w_ih._data) if needs[0] else None
+    gwih = _wrap(dGI.T @ x._data) if needs[k] else None
+    gwhh = _wrap(dGH.T @ hprev) if needs[k + 1] else None
+    gbih = _wrap(dGI.sum(0)) if (b_ih is not None and needs[k + 2]) else None
+    gbhh = _wrap(dGH.sum(0)) if (b_hh is not None and needs[k + 3]) else None
+    return gx, gwih, gwhh, gbih, gbhh
+
+
+class _LSTMLayer(Function):
+    """(x (N, I), h0 (B, H), c0 (B, H), w_ih, w_hh, b_ih, b_hh) -> (out (N, H), h_n, c_n)
+    for one direction (reverse: time runs from the last step to the first)."""
+    _node_name = "LSTMBackward"
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite):
+        H = h0.shape[1]
+        whh = w_hh._data
+        gi = x._data @ w_ih._data.T
+        if b_ih is not None:
+            gi += b_ih._data + b_hh._data
+        dt = gi.dtype
+        offsets, order, prev = _layout(bs, reverse)
+        acts = np.empty_like(gi)                      # i, f, g, o after their nonlinearity
+        cs = np.empty((gi.shape[0], H), dtype=dt)     # c_t
+        tcs = np.empty_like(cs)                       # tanh(c_t)
+        hs = np.empty_like(cs)                        # h_t (the output)
+        h = h0._data.astype(dt, copy=True)
+        c = c0._data.astype(dt, copy=True)
+        for t in order:
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            a = gi[lo:hi]
+            a += h[:n] @ whh.T
+            act = acts[lo:hi]
+            act[:] = _sigmoid(a)
+            np.tanh(a[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
+            cn = act[:, H:2 * H] * c[:n]
+            cn += act[:, :H] * act[:, 2 * H:3 * H]
+            c[:n] = cn
+            cs[lo:hi] = cn
+            np.tanh(cn, out=tcs[lo:hi])
+            np.multiply(act[:, 3 * H:], tcs[lo:hi], out=hs[lo:hi])
+            h[:n] = hs[lo:hi]
+        if ctx is not None:
+            ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+            ctx._aux = (bs, reverse, acts, cs, tcs, hs, composite)
+        return hs.copy(), h, c        # (a copy: hs is saved for backward)
+
+    @staticmethod
+    def backward(ctx, g_out, g_h, g_c):
+        tensors = ctx.saved_tensors
+        x, h0, c0, w_ih, w_hh, b_ih, b_hh = tensors
+        bs, reverse, acts, cs, tcs, hs, composite = ctx._aux
+        if _grad_enabled():          # create_graph: differentiate the composite layer
+            res = _composite_grads(ctx, tensors, (g_out, g_h, g_c), composite, (bs, reverse))
+            return tuple(res) + (None, None, None)
+        needs = ctx.needs_input_grad
+        N, H = hs.shape
+        whh = w_hh._data
+        go = g_out._data
+        offsets, order, prev = _layout(bs, reverse)
+        hprev = _prev_rows(hs, h0._data, prev)
+        cprev = _prev_rows(cs, c0._data, prev)
+        a4 = acts.reshape(N, 4, H)
+        i, f, g, o = a4[:, 0], a4[:, 1], a4[:, 2], a4[:, 3]
+        k_c = o * (1 - tcs * tcs)                       # dc/dh through h = o tanh(c)
+        coef = np.empty((N, 3, H), dtype=acts.dtype)    # d pre-activation / dc for i, f, g
+        coef[:, 0] = g * i * (1 - i)
+        coef[:, 1] = cprev * f * (1 - f)
+        coef[:, 2] = i * (1 - g * g)
+        k_o = tcs * o * (1 - o)                         # d pre-activation(o) / dh
+        dA = np.empty((N, 4, H), dtype=acts.dtype)
+        dh = g_h._data.astype(hs.dtype, copy=True)
+        dc = g_c._data.astype(hs.dtype, copy=True)
+        for t in reversed(order):
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            dhn = dh[:n]
+            dhn += go[lo:hi]
+            dcn = dc[:n]
+            dcn += dhn * k_c[lo:hi]
+            np.multiply(dcn[:, None, :], coef[lo:hi], out=dA[lo:hi, :3])
+            np.multiply(dhn, k_o[lo:hi], out=dA[lo:hi, 3])
+            dcn *= f[lo:hi]
+            dh[:n] = dA[lo:hi].reshape(n, 4 * H) @ whh
+        dAf = dA.reshape(N, 4 * H)
+        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dAf, dAf, hprev, b_ih, b_hh,
+                                                  k=3)
+        gh0 = _wrap(dh) if needs[1] else None
+        gc0 = _wrap(dc) if needs[2] else None
+        return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, None, None, None
+
+
+class _GRULayer(Function):
+    """(x (N, I), h0 (B, H), w_ih, w_hh, b_ih, b_hh) -> (out (N, H), h_n): one GRU
+    layer-direction (gates r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)))."""
+    _node_name = "GRUBackward"
+
+    @staticmethod
+    def forward(ctx, x, h0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite):
+        H = h0.shape[1]
+        whh = w_hh._data
+        gi = x._data @ w_ih._data.T
+        if b_ih is not None:
+            gi += b_ih._data
+        dt = gi.dtype
+        N = gi.shape[0]
+        offsets, order, prev = _layout(bs, reverse)
+        rz = np.empty((N, 2 * H), dtype=dt)
+        ns = np.empty((N, H), dtype=dt)
+        ghn = np.empty((N, H), dtype=dt)
+        hs = np.empty((N, H), dtype=dt)
+        h = h0._data.astype(dt, copy=True)
+        bhh = b_hh._data if b_hh is not None else None
+        for t in order:
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            hn_prev = h[:n]
+            gh = hn_prev @ whh.T
+            if bhh is not None:
+                gh += bhh
+            a = gi[lo:hi, :2 * H]
+            a += gh[:, :2 * H]
+            rz[lo:hi] = _sigmoid(a)
+            ghn[lo:hi] = gh[:, 2 * H:]
+            nn_ = gh[:, 2 * H:] * rz[lo:hi, :H]
+            nn_ += gi[lo:hi, 2 * H:]
+            np.tanh(nn_, out=ns[lo:hi])
+            d = hn_prev - ns[lo:hi]                   # h' = n + z * (h - n)
+            d *= rz[lo:hi, H:]
+            np.add(ns[lo:hi], d, out=hs[lo:hi])
+            h[:n] = hs[lo:hi]
+        if ctx is not None:
+            ctx.save_for_backward(x, h0, w_ih, w_hh, b_ih, b_hh)
+            ctx._aux = (bs, reverse, rz, ns, ghn, hs, composite)
+        return hs.copy(), h
+
+    @staticmethod
+    def backward(ctx, g_out, g_h):
+        tensors = ctx.saved_tensors
+        x, h0, w_ih, w_hh, b_ih, b_hh = tensors
+        bs, reverse, rz, ns, ghn, hs, composite = ctx._aux
+        if _grad_enabled():
+            res = _composite_grads(ctx, tensors, (g_out, g_h), composite, (bs, reverse))
+            return tuple(res) + (None, None, None)
+        needs = ctx.needs_input_grad
+        N, H = hs.shape
+        whh = w_hh._data
+        go = g_out._data
+        offsets, order, prev = _layout(bs, reverse)
+        hprev = _prev_rows(hs, h0._data, prev)
+        r, z = rz[:, :H], rz[:, H:]
+        k_n = (1 - z) * (1 - ns * ns)                    # d pre-activation(n) / dh
+        kh = np.empty((N, 3, H), dtype=hs.dtype)         # d (W_hh h + b_hh) / dh per gate
+        kh[:, 1] = (hprev - ns) * z * (1 - z)
+        kh[:, 2] = k_n * r
+        kh[:, 0] = kh[:, 2] * ghn * (1 - r)
+        dGH = np.empty((N, 3, H), dtype=hs.dtype)
+        dhs = np.empty((N, H), dtype=hs.dtype)
+        dh = g_h._data.astype(hs.dtype, copy=True)
+        for t in reversed(order):
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            dhn = dh[:n]
+            dhn += go[lo:hi]
+            dhs[lo:hi] = dhn
+            np.multiply(dhn[:, None, :], kh[lo:hi], out=dGH[lo:hi])
+            new = dhn * z[lo:hi]
+            new += dGH[lo:hi].reshape(n, 3 * H) @ whh
+            dh[:n] = new
+        dGI = dGH.copy()
+        dGI[:, 2] = dhs * k_n
+        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dGI.reshape(N, 3 * H),
+                                                  dGH.reshape(N, 3 * H), hprev, b_ih, b_hh)
+        gh0 = _wrap(dh) if needs[1] else None
+        return gx, gh0, gwih, gwhh, gbih, gbhh, None, None, None
+
+
+class _RNNLayer(Function):
+    """(x (N, I), h0 (B, H), w_ih, w_hh, b_ih, b_hh) -> (out (N, H), h_n): one Elman
+    layer-direction, h' = act(W_ih x + b_ih + W_hh h + b_hh) with act tanh or relu."""
+    _node_name = "RNNBackward"
+
+    @staticmethod
+    def forward(ctx, x, h0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite, relu):
+        whh = w_hh._data
+        gi = x._data @ w_ih._data.T
+        if b_ih is not None:
+            gi += b_ih._data + b_hh._data
+        offsets, order, prev = _layout(bs, reverse)
+        hs = np.empty_like(gi)
+        h = h0._data.astype(gi.dtype, copy=True)
+        for t in order:
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            a = gi[lo:hi]
+            a += h[:n] @ whh.T
+            if relu:
+                np.maximum(a, 0, out=hs[lo:hi])
+            else:
+                np.tanh(a, out=hs[lo:hi])
+            h[:n] = hs[lo:hi]
+        if ctx is not None:
+            ctx.save_for_backward(x, h0, w_ih, w_hh, b_ih, b_hh)
+            ctx._aux = (bs, reverse, hs, composite, relu)
+        return hs.copy(), h
+
+    @staticmethod
+    def backward(ctx, g_out, g_h):
+        tensors = ctx.saved_tensors
+        x, h0, w_ih, w_hh, b_ih, b_hh = tensors
+        bs, reverse, hs, composite, relu = ctx._aux
+        if _grad_enabled():
+            res = _composite_grads(ctx, tensors, (g_out, g_h), composite, (bs, reverse))
+            return tuple(res) + (None, None, None, None)
+        needs = ctx.needs_input_grad
+        whh = w_hh._data
+        go = g_out._data
+        offsets, order, prev = _layout(bs, reverse)
+        k = (hs > 0).astype(hs.dtype) if relu else 1 - hs * hs
+        dA = np.empty_like(hs)
+        dh = g_h._data.astype(hs.dtype, copy=True)
+        for t in reversed(order):
+            lo, hi = offsets[t], offsets[t + 1]
+            n = hi - lo
+            dhn = dh[:n]
+            dhn += go[lo:hi]
+            np.multiply(dhn, k[lo:hi], out=dA[lo:hi])
+            dh[:n] = dA[lo:hi] @ whh
+        hprev = _prev_rows(hs, h0._data, prev)
+        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA, hprev, b_ih, b_hh)
+        gh0 = _wrap(dh) if needs[1] else None
+        return gx, gh0, gwih, gwhh, gbih, gbhh, None, None, None, None
