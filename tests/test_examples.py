@@ -34,3 +34,11 @@ def test_cnn_on_digits_reaches_97_percent(capsys):
     assert acc >= 0.97
     out = capsys.readouterr().out
     assert "epoch  15" in out and "MaxPool2d" in out and "BatchNorm2d" in out
+
+
+def test_char_lstm_learns_the_text(capsys):
+    loss = _load("char_lstm.py")["main"](["--steps", "150"])
+    assert loss < 1.0               # from ln(31) = 3.4 at the start; 0.09 after 400 steps
+    out = capsys.readouterr().out
+    assert "LSTM(32, 128, num_layers=2, batch_first=True)" in out
+    assert "'Beautiful is better than" in out
