@@ -494,6 +494,11 @@ def nested_tensor_fast_path_off():
     nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 1, 8), 1)  # warns (odd head count)
 
 
+@case(r"dropout option adds dropout after all but last recurrent layer")
+def rnn_dropout_one_layer():
+    nn.LSTM(2, 3, dropout=0.5)  # warns
+
+
 @case(r"Support for mismatched key_padding_mask and attn_mask is deprecated")
 def mismatched_attention_masks():
     mha, q, kpm = nn.MultiheadAttention(4, 2), cgrad.ones(3, 1, 4), cgrad.zeros(1, 3) > 0

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 
 from cgrad._creation import zeros
+from cgrad._warn import warn as _warn
 from cgrad.ops.joining import cat, stack
 from cgrad.nn import functional as F
 from cgrad.nn import init
@@ -160,9 +160,9 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
-                          "non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+            _warn("dropout option adds dropout after all but last recurrent layer, so "
+                  "non-zero dropout expects num_layers greater than 1, but got "
+                  f"dropout={dropout} and num_layers={num_layers}")
         if not isinstance(hidden_size, int):
             raise TypeError(f"hidden_size should be of type int, got: "
                             f"{type(hidden_size).__name__}")
