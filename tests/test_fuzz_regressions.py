@@ -1956,3 +1956,41 @@ def test_hooks_of_a_pseudo_view_after_an_inplace_op_match_torch(make, write):
     assert got[0] == want[0] and got[3] == pytest.approx(want[3])
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# A slice of equal values had a variance of an ulp, not 0 (np.var centres by sum / n), so
+# std's gradient g (x - mean) / (N std) was of order g where torch's is 0 (fuzzer:
+# `t59 = t33.maximum(t24)`, all equal to t33; `arctan(arctan(t59)).std(0)`: t33.grad -0.965,
+# torch 0). Now the first element of each slice is subtracted first (Note [Shifted moments]).
+
+
+def _std_of_equal_values(lib, fn):
+    a = _f64(lib, 0.3653800971596046, requires_grad=True)
+    b = lib.arctan(lib.arctan(a.expand(3, 2) * 1.0))
+    out = fn(lib, b)
+    outs = out if isinstance(out, tuple) else (out,)
+    g = _f64(lib, [0.391, 0.837])
+    lib.autograd.backward(list(outs[:1]), [g])
+    return [o.detach().numpy().tolist() for o in outs], float(a.grad)
+
+
+_EQUAL_MOMENTS = {
+    "std": lambda L, b: b.std(0, unbiased=False),
+    "std_keepdim": lambda L, b: L.std(b, 0, keepdim=True).reshape(2),
+    "var": lambda L, b: b.var(0),
+    "std_mean": lambda L, b: L.std_mean(b, 0),
+    "var_mean": lambda L, b: L.var_mean(b, 0, correction=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EQUAL_MOMENTS))
+def test_moments_of_equal_values_are_exactly_zero_as_torch(name):
+    got_vals, got_grad = _std_of_equal_values(cgrad, _EQUAL_MOMENTS[name])
+    assert got_vals[0] == [0.0, 0.0]
+    if name.startswith("std"):       # var's gradient 2 (x - mean) g / N is an ulp in both
+        assert got_grad == 0.0
+    want_vals, want_grad = _std_of_equal_values(_torch(), _EQUAL_MOMENTS[name])
+    assert got_vals[0] == want_vals[0]
+    np.testing.assert_allclose(got_vals, want_vals, rtol=1e-14)
+    assert got_grad == pytest.approx(want_grad, abs=1e-14)
