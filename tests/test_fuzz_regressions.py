@@ -1994,3 +1994,72 @@ def test_moments_of_equal_values_are_exactly_zero_as_torch(name):
     assert got_vals[0] == want_vals[0]
     np.testing.assert_allclose(got_vals, want_vals, rtol=1e-14)
     assert got_grad == pytest.approx(want_grad, abs=1e-14)
+
+
+# --------------------------------------------------------------------------------------
+# The op node of an in-place op on a view unpacked its saved tensors when no gradient
+# reached it, and raised "modified by an inplace operation" where torch does not: torch's
+# CopySlices returns at once when no gradient arrives and never calls the op's node (fuzzer:
+# `t9 = t7[None]; t9[:] = t15; t9.sigmoid_(); t35 = NoneGrad.apply(t14, t9, ...);
+# t9[:] = t15`, then autograd.grad). Note [Copy slices fn] in cgrad/ops/inplace.py.
+
+
+def _none_grad_fn(lib):
+    class NoneGrad(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 2.0 + y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0, None
+    return NoneGrad
+
+
+def _write_after_none_grad(lib, variant, create_graph):
+    x = _f64(lib, [0.5, -1.0], requires_grad=True)
+    s = _f64(lib, -0.25, requires_grad=True)
+    w = x * 3.0
+    if variant == "fuzz":                    # the shrunk program
+        base = (x * 1.0).sum()
+        v = base[None]
+        v[:] = s
+        v.sigmoid_()
+        out = _none_grad_fn(lib).apply(x, v)
+        v[:] = s
+    elif variant == "plain":                 # no view: torch's node unpacks and raises
+        v = x * 1.0
+        v.sigmoid_()
+        out = _none_grad_fn(lib).apply(x, v)
+        v.add_(1.0)
+    elif variant == "view":
+        base = x * 1.0
+        v = base[:1]
+        v.exp_()
+        out = _none_grad_fn(lib).apply(x, v)
+        base.add_(1.0)
+    elif variant == "copy_nonleaf":          # copy_ of a non-leaf whose own node saved
+        w = x * 1.0
+        z = w.sin()
+        base = x * 1.0
+        v = base[:1]
+        v.copy_(z[:1] * 1.0)
+        out = _none_grad_fn(lib).apply(x, v) + z.detach()
+        w.add_(1.0)                          # z's node (not the copy's) saved w
+    try:
+        gr = lib.autograd.grad([out], [x, s], [lib.ones_like(out)], allow_unused=True,
+                               create_graph=create_graph)
+    except RuntimeError as e:
+        return "modified by an inplace operation" in str(e)
+    return [None if g is None else g.detach().numpy().tolist() for g in gr]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("variant", ["fuzz", "plain", "view", "copy_nonleaf"])
+def test_inplace_on_view_node_without_gradient_is_not_unpacked_as_torch(variant,
+                                                                        create_graph):
+    got = _write_after_none_grad(cgrad, variant, create_graph)
+    want = _write_after_none_grad(_torch(), variant, create_graph)
+    assert got == want
+    # torch raises where a node it runs saved the changed tensor (no view; z's own node)
+    assert (got is True) == (variant in ("plain", "copy_nonleaf"))
