@@ -29,9 +29,8 @@ from cgrad.ops._util import contiguous_result
 from cgrad.ops.promotion import _errstate
 from cgrad.ops.promotion import torch_type_name as _tname
 from cgrad.ops.reductions import (_axis, _centered, _check_dof, _const, _dof, _mask_fill,
-                                  _moments,
-                                  _one_dim, _require_float, _restore, _restore_arr,
-                                  _return_type, _var_args)
+                                  _moments, _one_dim, _require_float, _restore,
+                                  _restore_arr, _return_type, _var_args)
 
 aminmax_type = _return_type("aminmax", ("min", "max"))
 histogram_type = _return_type("histogram", ("hist", "bin_edges"))
