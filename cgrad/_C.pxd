@@ -69,6 +69,8 @@ cdef class _NodeExtra:
     cdef object pre_hooks                # dict id -> node pre-hook
     cdef object post_hooks               # dict id -> node post-hook
     cdef object metadata                 # dict, or None
+    cdef bint copy_fn                    # the op node of an in-place op on a view
+                                         # (Note [Copy slices fn] in ops/inplace.py)
 
 
 cdef class AccumulateGrad(Node):

@@ -116,8 +116,11 @@ cdef int _run_function_node(cg_node_t *c, cg_buf_t *bufs, const unsigned char *n
             if grads[i + 1] is not None:
                 break
         else:
-            if node._has_saved:
-                node._unpack_saved()    # torch's node unpacks (and version-checks) first
+            # torch's node unpacks (and version-checks) first, except the op node of an
+            # in-place op on a view: torch's CopySlices that wraps it returns at once when
+            # no gradient arrived, and never calls it (Note [Copy slices fn], ops/inplace.py)
+            if node._has_saved and (x is None or not (<_NodeExtra>x).copy_fn):
+                node._unpack_saved()
             if x is not None and x.post_hooks is not None:
                 _run_post_hooks(node, x, (None,) * node._n_args, grads[1:])
             return 0

@@ -167,6 +167,10 @@ cdef class Node:
             self._x = _NodeExtra.__new__(_NodeExtra)
         return self._x
 
+    def _mark_copy_fn(self):
+        """Flag the op node of an in-place op on a view (Note [Copy slices fn])."""
+        self._extra().copy_fn = True
+
     def name(self):
         """The node's class name, e.g. 'MulBackward0'."""
         return type(self).__name__

@@ -272,8 +272,12 @@ def _record_on_view(self, compute, saves_self, repeats_ok=False):
         src._set_grad_fn(AsStridedView.apply(balias, idx, repeats).grad_fn, 0)
     elif self.grad_fn is not None or self.requires_grad:
         src._set_grad_fn(self.grad_fn, self.output_nr)
+    seq0 = _C.Node()._sequence_nr()      # nodes made by compute have a larger number
     out = compute(src)
     od = out._data
+    fn = out.grad_fn
+    if fn is not None and fn._sequence_nr() > seq0:
+        fn._mark_copy_fn()               # Note [Copy slices fn]
     if od.shape != vd.shape:
         raise RuntimeError(
             f"output with shape {list(vd.shape)} doesn't match the broadcast shape "
@@ -292,6 +296,19 @@ def _record_on_view(self, compute, saves_self, repeats_ok=False):
         self._set_grad_fn(regen.grad_fn, 0)
     self._sync_view_version()
     return self
+
+
+# Note [Copy slices fn]
+# ~~~~~~~~~~~~~~~~~~~~~
+# torch's CopySlices holds the in-place op's node (`fn`) and calls it on the view's slice of
+# the gradient; when no gradient arrives (a custom backward returned None for that path) it
+# returns at once and fn never runs, so fn's saved tensors are not unpacked and a later
+# in-place change of them raises nothing. Here that node is the next one after
+# CopySlicesFlat (out's node, made by `compute`); it is flagged (`_mark_copy_fn`), and the
+# engine's no-gradient path skips its unpack. Nodes that `compute` did not make (the value
+# of a copy_ that is itself a non-leaf) are not flagged: torch runs them as usual. Found by
+# the long fuzz run: `v = base[None]; v.sigmoid_(); out = NoneGrad.apply(x, v); v[:] = s`,
+# then a backward raised "modified by an inplace operation" where torch does not.
 
 
 def _regenerate_view(view):

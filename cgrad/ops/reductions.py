@@ -661,6 +661,43 @@ def _check_dof(name, arr, dof):
               "than the reduction factor (input numel divided by output numel).")
 
 
+def _moments(arr, ax, ddof, keepdims, sqrt=False, mean=False):
+    """np.var (np.std when sqrt) of arr over the axes ax, after subtracting the first element
+    of each reduced slice (Note [Shifted moments]); with mean, also the mean (as pivot + the
+    shifted mean). Callers silence NumPy's warnings and floating-point errors."""
+    pivot = None
+    dtype = arr.dtype
+    if dtype.kind == "f" and dtype.itemsize < 4:     # shift in float32, as np.var sums float16
+        arr = arr.astype(np.float32)
+    if arr.ndim and arr.size:
+        axes = range(arr.ndim) if ax is None else (ax if isinstance(ax, tuple) else (ax,))
+        axes = {a % arr.ndim for a in axes}
+        pivot = arr[tuple(slice(0, 1) if d in axes else slice(None) for d in range(arr.ndim))]
+        shifted = arr - pivot
+    else:
+        shifted = arr
+    stat = (np.std if sqrt else np.var)(shifted, axis=ax, ddof=ddof, keepdims=keepdims)
+    stat = np.asarray(stat).astype(dtype, copy=False)
+    if not mean:
+        return stat
+    m = np.mean(shifted, axis=ax, keepdims=keepdims)
+    if pivot is not None:
+        m = m + (pivot if keepdims else pivot.reshape(np.shape(m)))
+    return stat, np.asarray(m).astype(dtype, copy=False)
+
+
+# Note [Shifted moments]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# torch's var/std kernel is Welford's: a slice of equal values has a variance of exactly 0.
+# np.var centres by sum / n, which for equal values can be off by an ulp (three copies of
+# arctan(arctan(0.365)) give a std of 5.6e-17), and std's gradient g (x - mean) / (N std)
+# is then of order g where torch's is 0 (its std_backward masks std == 0). Subtracting one
+# element of each slice first makes equal values exactly 0, so the variance is 0 as
+# torch's, and it is the better-conditioned two-pass form in general (the result is the
+# same to rounding). Found by the long fuzz run: t59 = t33.maximum(t24) (all t33);
+# arctan(arctan(t59)).std(0).
+
+
 def _centered(x, dims):
     if dims is None:
         return x - x.mean()
@@ -682,8 +719,8 @@ class Var(Function):
             ctx._aux = (dims, keepdim, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return contiguous_result(np.asarray(np.var(
-                arr, axis=_axis(dims, arr.ndim), ddof=correction, keepdims=keepdim)), arr)
+            return contiguous_result(_moments(arr, _axis(dims, arr.ndim), correction,
+                                              keepdim), arr)
 
     @staticmethod
     def backward(ctx, g):
@@ -706,8 +743,8 @@ class Std(Function):
         _check_dof("std", arr, dof)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = contiguous_result(np.asarray(np.std(
-                arr, axis=_axis(dims, arr.ndim), ddof=correction, keepdims=keepdim)), arr)
+            out = contiguous_result(_moments(arr, _axis(dims, arr.ndim), correction,
+                                             keepdim, sqrt=True), arr)
         if ctx is not None:
             out = _wrap(out)
             ctx.save_for_backward(a, out)

@@ -29,8 +29,8 @@ from cgrad.ops._util import contiguous_result
 from cgrad.ops.promotion import _errstate
 from cgrad.ops.promotion import torch_type_name as _tname
 from cgrad.ops.reductions import (_axis, _centered, _check_dof, _const, _dof, _mask_fill,
-                                  _one_dim, _require_float, _restore, _restore_arr,
-                                  _return_type, _var_args)
+                                  _moments, _one_dim, _require_float, _restore,
+                                  _restore_arr, _return_type, _var_args)
 
 aminmax_type = _return_type("aminmax", ("min", "max"))
 histogram_type = _return_type("histogram", ("hist", "bin_edges"))
@@ -59,9 +59,7 @@ class _MomentsMean(Function):
         ax = _axis(dims, arr.ndim)
         with _errstate(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            stat = np.asarray((np.std if cls._std else np.var)(
-                arr, axis=ax, ddof=correction, keepdims=keepdim))
-            mean = np.asarray(np.mean(arr, axis=ax, keepdims=keepdim))
+            stat, mean = _moments(arr, ax, correction, keepdim, sqrt=cls._std, mean=True)
         stat = contiguous_result(stat.astype(arr.dtype, copy=False), arr)
         mean = contiguous_result(mean.astype(arr.dtype, copy=False), arr)
         if ctx is not None:
