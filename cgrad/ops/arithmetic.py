@@ -320,8 +320,12 @@ def _zero_where(t, mask):
 
 
 # torch's pow(tensor, scalar) runs these kernels for float32/float64 (their values differ
-# from pow's at -0.0 and -inf: sqrt(-inf) = nan, rsqrt(-0.0) = -inf)
-_POW_KERNELS = {0.5: np.sqrt, -0.5: lambda x: np.reciprocal(np.sqrt(x)), -1: np.reciprocal}
+# from pow's at -0.0 and -inf: sqrt(-inf) = nan, rsqrt(-0.0) = -inf). 3 and -2 are products,
+# as torch's: bitwise torch's values (np.power's differ in the last bit) and about 25x faster
+# than np.power (makemore's GELU computes x ** 3.0 on every activation).
+_POW_KERNELS = {0.5: np.sqrt, -0.5: lambda x: np.reciprocal(np.sqrt(x)), -1: np.reciprocal,
+                3: lambda x: np.multiply(np.multiply(x, x), x),
+                -2: lambda x: np.reciprocal(np.multiply(x, x))}
 
 
 class PowScalar(Function):
