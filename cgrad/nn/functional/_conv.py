@@ -312,6 +312,17 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
                            f"{' x '.join(map(str, padded))}). Kernel size: ("
                            f"{' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
+    _check_dtypes(input, weight, bias, "slow_conv2d_cpu")
+    if nd == 1:
+        params = ((1, stride[0]), (0, padding[0]), (1, dilation[0]), groups, True)
+    else:
+        params = (stride, padding, dilation, groups, False)
+    return _Conv.apply(input, weight, bias, params)
+
+
+def _check_dtypes(input, weight, bias, kernel):
+    """torch's errors for mixed input/weight/bias dtypes and for a non-float input (the
+    convolutions and transposed convolutions; `kernel` names torch's CPU kernel)."""
     xd, wd = input._data.dtype, weight._data.dtype
     if xd != wd or (bias is not None and bias._data.dtype != wd):
         from cgrad.ops.promotion import torch_type_name as _tn
@@ -320,13 +331,7 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"{what[0]} (torch.{_tn(a)}Tensor) and {what[1]} "
                            f"(torch.{_tn(b)}Tensor) should be the same")
     if xd.kind != "f":
-        raise NotImplementedError(f'"slow_conv2d_cpu" not implemented for '
-                                  f"'{_checks_type(xd)}'")
-    if nd == 1:
-        params = ((1, stride[0]), (0, padding[0]), (1, dilation[0]), groups, True)
-    else:
-        params = (stride, padding, dilation, groups, False)
-    return _Conv.apply(input, weight, bias, params)
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_checks_type(xd)}\'')
 
 
 def _checks_type(dt):

@@ -25,7 +25,7 @@ from cgrad import _checks
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._conv import (
     _as2d,
-    _checks_type,
+    _check_dtypes,
     _Conv,
     _ConvGradW,
     _from2d,
@@ -153,16 +153,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))})"
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, osz))}). Output size is too small")
-    xd, wd = input._data.dtype, weight._data.dtype
-    if xd != wd or (bias is not None and bias._data.dtype != wd):
-        from cgrad.ops.promotion import torch_type_name as _tn
-        a, b = (xd, wd) if xd != wd else (wd, bias._data.dtype)
-        what = ("Input type", "weight type") if xd != wd else ("Input type", "bias type")
-        raise RuntimeError(f"{what[0]} (torch.{_tn(a)}Tensor) and {what[1]} "
-                           f"(torch.{_tn(b)}Tensor) should be the same")
-    if xd.kind != "f":
-        raise NotImplementedError(f'"slow_conv_transpose2d_cpu" not implemented for '
-                                  f"'{_checks_type(xd)}'")
+    _check_dtypes(input, weight, bias, "slow_conv_transpose2d_cpu")
     if nd == 1:
         params = ((1, stride[0]), (0, padding[0]), (1, dilation[0]), groups, True)
     else:
