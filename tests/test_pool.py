@@ -4,6 +4,7 @@ paddings, dilations and ceil_mode (float64 to 1e-10, float32 to 1e-5), finite-di
 gradchecks (first and second order), reprs and torch's errors."""
 import itertools
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -167,3 +168,67 @@ def test_interpolate_gradcheck_and_upsample_module():
     x = RNG.standard_normal((2, 3, 4, 5))
     np.testing.assert_array_equal(nn.Upsample(scale_factor=2)(cgrad.tensor(x)).numpy(),
                                   torch.nn.Upsample(scale_factor=2)(torch.tensor(x)).numpy())
+
+
+# Note [Max pooling layout]: many planes (N * C > 2 * Wo) take the planes-last copy, few take
+# the strided views; inputs without NaN take np.maximum and integer offset arithmetic, inputs
+# that may hold NaN the masked copies. Every combination against torch, values bitwise.
+@pytest.mark.parametrize("planes", [(1, 1), (2, 3), (16, 8)])
+@pytest.mark.parametrize("case", ["plain", "ties", "signed_zero", "nan", "inf",
+                                  "neg_inf_windows", "int_min", "int"])
+@pytest.mark.parametrize("geom", [((2,), (2,), (0,), (1,), False), ((3,), (2,), (1,), (1,), True),
+                                  ((3, 2), (1, 2), (1, 0), (2, 1), False),
+                                  ((2, 3), (3, 2), (0, 1), (1, 1), True)])
+def test_max_pool_layouts_like_torch(planes, case, geom):
+    k, s, p, d, ceil = geom
+    N, C = planes
+    rng = np.random.default_rng(zlib.crc32(repr((planes, case, geom)).encode()))
+    shape = (N, C, 7, 9)
+    if case == "plain":
+        x = rng.standard_normal(shape).astype(np.float32)
+    elif case == "ties":
+        x = rng.integers(0, 3, shape).astype(np.float64)
+    elif case == "signed_zero":
+        x = np.where(rng.random(shape) < 0.5, -0.0, 0.0).astype(np.float32)
+    elif case == "nan":
+        x = rng.standard_normal(shape)
+        x[rng.random(shape) < 0.2] = np.nan
+    elif case == "neg_inf_windows":                 # windows of -inf beside the padding
+        x = np.full(shape, -np.inf, dtype=np.float32)
+        x[rng.random(shape) < 0.2] = 1.0
+    elif case == "inf":
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[rng.random(shape) < 0.1] = np.inf
+        x[rng.random(shape) < 0.1] = -np.inf
+    elif case == "int_min":
+        x = np.full(shape, np.iinfo(np.int64).min)
+        x[rng.random(shape) < 0.2] = 3
+    else:
+        x = rng.integers(-5, 5, shape)
+    kw = dict(kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil,
+              return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x), **kw)
+    cv, ci = F.max_pool2d(cgrad.tensor(x), **kw)
+    np.testing.assert_array_equal(ci.numpy(), ti.numpy())
+    assert cv.dtype == cgrad.tensor(x).dtype and ci.dtype == cgrad.int64
+    assert cv.numpy().tobytes() == tv.numpy().tobytes()      # bitwise: -0.0, NaN, inf
+    tv3, ti3 = torch.nn.functional.max_pool2d(torch.tensor(x[0]), **kw)       # unbatched
+    cv3, ci3 = F.max_pool2d(cgrad.tensor(x[0]), **kw)
+    np.testing.assert_array_equal(ci3.numpy(), ti3.numpy())
+    assert cv3.numpy().tobytes() == tv3.numpy().tobytes()
+
+
+def test_max_pool_planes_last_gradients_and_noncontiguous():
+    x = RNG.standard_normal((6, 5, 9, 8))
+    xs = x.transpose(0, 1, 3, 2)                      # a non-contiguous input
+    tx, cx = torch.tensor(xs, requires_grad=True), cgrad.tensor(xs, requires_grad=True)
+    ty = torch.nn.functional.max_pool2d(tx, 3, 2, 1)
+    cy = F.max_pool2d(cx, 3, 2, 1)
+    np.testing.assert_array_equal(cy.detach().numpy(), ty.detach().numpy())
+    g = RNG.standard_normal(ty.shape)
+    ty.backward(torch.tensor(g))
+    cy.backward(cgrad.tensor(g))
+    np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), rtol=0, atol=1e-14)
+    small = cgrad.tensor(RNG.standard_normal((3, 4, 6, 5)), requires_grad=True)
+    assert gradcheck(lambda t: F.max_pool2d(t, 2, 1), (small,))
+    assert gradgradcheck(lambda t: F.max_pool2d(t, 2, 1), (small,))

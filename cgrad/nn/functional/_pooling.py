@@ -59,6 +59,90 @@ def _windows(X, k, s, p, d, out, fill):
                       (s0, s1, s2 * s[0], s3 * s[1], s2 * d[0], s3 * d[1]), writeable=False)
 
 
+def _pad_extents(shape, k, s, p, d, out):
+    """Right-hand padding of each spatial dim: p plus what ceil_mode's last window needs."""
+    need = [(o - 1) * st + dd * (kk - 1) + 1 for o, st, dd, kk in zip(out, s, d, k)]
+    return [max(nd - n - pp, 0) + pp for nd, n, pp in zip(need, shape, p)]
+
+
+# Note [Max pooling layout]: the max over each window is one vectorised pass per kernel
+# offset (kh * kw of them), never a loop over pixels. A pass reads an (N, C, Ho, Wo) view with
+# a stride of sw elements along Wo, so NumPy's inner loop runs Wo elements at a time: for the
+# small images of a CNN (Wo = 4) that costs more than the arithmetic. When the planes
+# outnumber the output columns, the input is first copied to (H, W, N*C) ("planes last"),
+# where every pass runs over N*C contiguous elements, and the results are transposed back
+# (two copies, ~5x less time than the strided passes for a batch of 8x8 images).
+# The pass itself: a larger value takes the place (`>`, so the first of equal values wins, as
+# torch: -0.0 before 0.0 keeps -0.0) and a NaN takes it too (torch's rule: the last NaN wins;
+# looked for only when the input's sum is not finite). The value's bits and the winning offset
+# are then updated without a masked copy (np.copyto(where=) is ~5x slower than the pass):
+# x += m * (new - x) in integers, which wrap, so the result is exact. (np.maximum is not
+# torch's tie rule: it returns 0.0 for maximum(-0.0, 0.0).)
+def _max_windows(X, k, s, p, d, out):
+    """(max, flat argmax index in the input plane) of each window of X (N, C, H, W)."""
+    N, C, H, W = X.shape
+    fill = -np.inf if X.dtype.kind == "f" else np.iinfo(X.dtype).min
+    NC = N * C
+    planes_last = NC > 2 * out[1]
+    if planes_last:
+        rh, rw = _pad_extents((H, W), k, s, p, d, out)
+        padded = p[0] or p[1] or rh or rw
+        Xt = np.empty((p[0] + H + rh, p[1] + W + rw, NC), dtype=X.dtype)
+        if padded:
+            Xt.fill(fill)
+        np.copyto(Xt[p[0]: p[0] + H, p[1]: p[1] + W], X.reshape(NC, H, W).transpose(1, 2, 0))
+        s0, s1, s2 = Xt.strides
+        win = as_strided(Xt, (out[0], out[1], k[0], k[1], NC),
+                         (s0 * s[0], s1 * s[1], s0 * d[0], s1 * d[1], s2), writeable=False)
+
+        def view(i, j):
+            return win[:, :, i, j]
+    else:
+        win = _windows(X, k, s, p, d, out, fill)
+
+        def view(i, j):
+            return win[..., i, j]
+    val = view(0, 0).copy()
+    off = np.zeros(val.shape, dtype=np.int64 if H * W >= 2 ** 31 else np.int32)
+    m = np.empty(val.shape, dtype=np.bool_)
+    nan = X.dtype.kind == "f" and not np.isfinite(np.add.reduce(X, axis=None))
+    bits = np.dtype(f"i{X.dtype.itemsize}") if X.dtype.kind == "f" else X.dtype
+    ival, tmp, toff = val.view(bits), np.empty(val.shape, bits), np.empty_like(off)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            if i == 0 and j == 0:
+                continue
+            v = view(i, j)
+            np.greater(v, val, out=m)
+            if nan:
+                m |= np.isnan(v)
+            # val = m ? v : val on the bits, in wrapping integer arithmetic: exact (-0.0,
+            # NaN payloads), and faster than a masked copy
+            np.subtract(v.view(bits), ival, out=tmp)
+            np.multiply(tmp, m, out=tmp)
+            ival += tmp
+            np.subtract(i * d[0] * W + j * d[1], off, out=toff)
+            np.multiply(toff, m, out=toff)
+            off += toff
+    base = (np.arange(out[0])[:, None] * (s[0] * W) - p[0] * W
+            + np.arange(out[1])[None, :] * s[1] - p[1])
+    if planes_last:
+        idx = np.add(off.transpose(2, 0, 1), base, dtype=np.int64)
+        val = val.transpose(2, 0, 1).copy().reshape(N, C, out[0], out[1])
+        idx = idx.reshape(N, C, out[0], out[1])
+    else:
+        idx = np.add(off, base, dtype=np.int64)
+    if p[0] or p[1]:
+        # a window whose values are all the padding's fill (-inf, or the integer minimum)
+        # points at its first element inside the input, as torch (never at the padding)
+        low = val == fill
+        if low.any():
+            first = [np.arange(o) * st - pp for o, st, pp in zip(out, s, p)]
+            first = [np.where(f < 0, f + (-f + dd - 1) // dd * dd, f) for f, dd in zip(first, d)]
+            np.copyto(idx, first[0][:, None] * W + first[1][None, :], where=low)
+    return val, idx
+
+
 class _MaxPool(Function):
     """max over each window; saves the flat argmax index of each output in the input plane."""
     _node_name = "MaxPool2DWithIndicesBackward0"
@@ -70,26 +154,7 @@ class _MaxPool(Function):
         unbatched = X.ndim == 3
         if unbatched:
             X = X[None]
-        W = X.shape[3]
-        fill = -np.inf if X.dtype.kind == "f" else np.iinfo(X.dtype).min
-        win = _windows(X, k, s, p, d, out, fill)
-        # one vectorised pass per kernel offset (kh * kw of them), no loop over pixels: a
-        # larger value or a NaN takes the place (torch's rule: the last NaN wins)
-        val = win[..., 0, 0].copy()
-        off = np.zeros(val.shape, dtype=np.int64)
-        for i in range(k[0]):
-            for j in range(k[1]):
-                if i == 0 and j == 0:
-                    continue
-                v = win[..., i, j]
-                m = v > val
-                m |= np.isnan(v)
-                np.copyto(val, v, where=m)
-                off[m] = i * d[0] * W + j * d[1]
-        rows = np.arange(out[0])[:, None] * s[0] - p[0]
-        cols = np.arange(out[1])[None, :] * s[1] - p[1]
-        idx = off + (rows * W + cols)
-        val = val.astype(X.dtype, copy=False)
+        val, idx = _max_windows(X, k, s, p, d, out)
         if unbatched:
             val, idx = val[0], idx[0]
         if ctx is not None:
