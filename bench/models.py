@@ -14,7 +14,8 @@ source runs on both, only the module object differs):
   n_layer 2, n_head 2, n_embd 64, block_size 32, vocab 65, dropout 0, batch 16; attention by
   ``F.scaled_dot_product_attention(is_causal=True)`` when both modules have it (nanoGPT's
   "flash" path, the one it takes on torch 2), otherwise the tril buffer + ``masked_fill``
-  path (``--gpt-attention manual`` forces the latter); AdamW in configure_optimizers' two
+  path (``--gpt-attention manual`` forces the latter; ``--only gpt-manual`` adds it as its
+  own row); AdamW in configure_optimizers' two
   groups (2-D weights decay 0.1, the rest 0), lr 1e-3, betas (0.9, 0.99) as nanoGPT's
   shakespeare_char config, ``clip_grad_norm_(1.0)``.
 * ``mm-tf``: karpathy/makemore's Transformer at its defaults (n_layer 4, n_head 4, n_embd 64,
@@ -74,7 +75,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 if HERE not in sys.path:                 # imported by path (bench/run.py, tests)
     sys.path.insert(0, HERE)
 from common import (close, cpu_time, err_text, interleaved, load_cgrad,  # noqa: E402
-                    load_torch, perf_counter, stats)
+                    load_torch, machine_info, perf_counter, stats)
 
 N_BATCHES = 4
 REPEATS, QUICK_REPEATS = 21, 1
@@ -409,7 +410,8 @@ def build_gcn(T, c):
 
     def to_tensors(T_, b):
         feat, idx, vals, shape, labels, tr, va = b
-        adj = T_.sparse_coo_tensor(T_.from_numpy(idx), T_.from_numpy(vals), shape)
+        adj = T_.sparse_coo_tensor(T_.from_numpy(idx), T_.from_numpy(vals), shape,
+                                   check_invariants=False)     # pygcn's: unchecked
         return (T_.from_numpy(feat), adj, T_.from_numpy(labels), T_.from_numpy(tr),
                 T_.from_numpy(va))
 
@@ -490,12 +492,13 @@ def build_cnn(T, c):
 MM = dict(vocab=27, block_size=16, n_embd=64, n_embd2=64, n_layer=4, n_head=4, batch=32,
           lr=5e-4, wd=0.01, betas=(0.9, 0.99), eps=1e-8)
 MM_Q = dict(MM, n_embd=16, n_embd2=16, n_layer=1, n_head=2, block_size=6, batch=4)
+GPT = dict(n_layer=2, n_head=2, n_embd=64, block_size=32, vocab=65, dropout=0.0, bias=True,
+           batch=16, lr=1e-3, wd=0.1, betas=(0.9, 0.99), clip=1.0)
+GPT_Q = dict(GPT, n_layer=1, n_embd=16, block_size=8, batch=2)
 MODELS = {
-    "gpt": ("nanoGPT-tiny", build_gpt,
-            dict(n_layer=2, n_head=2, n_embd=64, block_size=32, vocab=65, dropout=0.0,
-                 bias=True, batch=16, lr=1e-3, wd=0.1, betas=(0.9, 0.99), clip=1.0),
-            dict(n_layer=1, n_head=2, n_embd=16, block_size=8, vocab=65, dropout=0.0,
-                 bias=True, batch=2, lr=1e-3, wd=0.1, betas=(0.9, 0.99), clip=1.0)),
+    "gpt": ("nanoGPT-tiny", build_gpt, GPT, GPT_Q),
+    "gpt-manual": ("nanoGPT-tiny, manual attention", build_gpt,
+                   dict(GPT, attention="manual"), dict(GPT_Q, attention="manual")),
     "mm-tf": ("makemore Transformer", build_makemore, dict(MM, kind="transformer"),
               dict(MM_Q, kind="transformer")),
     "mm-mlp": ("makemore MLP", build_makemore, dict(MM, kind="mlp"), dict(MM_Q, kind="mlp")),
@@ -508,10 +511,11 @@ MODELS = {
     "cnn": ("digits CNN", build_cnn,
             dict(batch=64, lr=3e-3), dict(batch=8, lr=3e-3)),
 }
+DEFAULT = ["gpt", "mm-tf", "mm-mlp", "gcn", "lstm", "cnn"]     # gpt-manual: on request
 
 
 def describe(mid, c):
-    if mid == "gpt":
+    if mid.startswith("gpt"):
         return (f"{c['n_layer']} layers, {c['n_head']} heads, n_embd {c['n_embd']}, block "
                 f"{c['block_size']}, vocab {c['vocab']}, batch {c['batch']}, attention "
                 f"{c['attention']}; AdamW 2 groups, clip 1.0")
@@ -734,7 +738,7 @@ def run(quick=False, use_torch=True, only=None, repeats=None, profile_steps=None
     profile_steps = (QUICK_PROFILE_STEPS if quick else PROFILE_STEPS) if profile_steps is None \
         else profile_steps
     rows = []
-    for mid in only or MODELS:
+    for mid in only or DEFAULT:
         t0 = perf_counter()
         try:
             rows.append(run_model(mid, quick, libs, repeats, profile_steps,
@@ -844,6 +848,11 @@ def main(argv=None):
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    info = machine_info(None if a.quick or a.no_torch else load_torch())
+    print(f"{info['date']}; {info.get('cpu', '?')} x{info['cpus']}; Python {info['python']}, "
+          f"numpy {info['numpy']}, scipy {info['scipy']}, torch {info['torch'] or '-'} "
+          f"({info.get('torch_threads', '-')} thread), cgrad git {info.get('git', '?')}; "
+          f"load average {info['loadavg_start']}", flush=True)
     rows = run(quick=a.quick, use_torch=not a.no_torch and not a.quick, only=a.only,
                repeats=a.repeats, profile_steps=a.profile_steps, log=sys.stderr,
                gpt_attention=a.gpt_attention)
