@@ -529,7 +529,8 @@ def describe(mid, c):
     if mid == "lstm":
         return (f"examples/char_lstm.py: emb {c['emb']}, {c['layers']}x LSTM {c['hidden']}, batch {c['batch']}, seq "
                 f"{c['seq']}; Adam, clip 1.0")
-    return f"examples/digits_cnn.py, batch {c['batch']}; Adam"
+    data = "scikit-learn's digits" if importlib.util.find_spec("sklearn") else "random 8x8 images"
+    return f"examples/digits_cnn.py, batch {c['batch']} of {data}; Adam"
 
 
 # ---------------------------------------------------------------------------------------------
