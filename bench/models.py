@@ -74,7 +74,7 @@ ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples")
 if HERE not in sys.path:                 # imported by path (bench/run.py, tests)
     sys.path.insert(0, HERE)
-from common import (close, cpu_time, err_text, interleaved, load_cgrad,  # noqa: E402
+from common import (cpu_time, err_text, interleaved, load_cgrad,  # noqa: E402
                     load_torch, machine_info, perf_counter, stats)
 
 N_BATCHES = 4
