@@ -32,6 +32,11 @@ Workloads:
    against scipy, torch sparse.mm and pyGAT's Function on torch, with peak memory; SDDMM.
 7. ``gat`` (bench/gat.py): a GAT training epoch on Cora against pyGAT on torch.
 8. ``hvp`` (bench/hvp.py): double backward: the Hessian-vector product of a tanh MLP loss.
+9. ``models`` (bench/models.py): whole training steps of real models against torch (nanoGPT-
+   tiny, makemore's Transformer and MLP, a pygcn epoch on Cora, examples/char_lstm.py and
+   examples/digits_cnn.py), the same weights, gradients checked against torch's; with the
+   forward / backward / optimizer split and a cProfile of cgrad's step. ``--quick``: tiny
+   sizes, cgrad alone.
 S. ``scaling`` (bench/scaling.py): time and bytes per node of chains and random DAGs of 1e3,
    1e4, 1e5, 1e6, 3e6 nodes, one fresh process per cell, and the cycle collector's share.
 M. ``soak`` (bench/soak.py): memory soak, RSS growth after warm-up of long runs (MLP training,
@@ -48,7 +53,7 @@ turns it off) before each repetition, the collector enabled while timing (what u
 ``--gc-off`` disables it inside the timed region); dropping the graph is not timed. Both wall
 time (perf_counter) and process CPU time (process_time) are recorded; every system computes
 on one thread, so CPU time is the figure that other jobs on a shared machine disturb least:
-the summary uses CPU-time medians where a workload records them (1-5, 8, S) and wall medians
+the summary uses CPU-time medians where a workload records them (1-5, 8, 9, S) and wall medians
 otherwise (6, 7: their modules record wall time). Ratios are median/median from this run.
 The summary's "vs target" is measured / target for the workloads that have a target (above
 1: over the target). The machine (CPU, cores, load average at start and end, versions) heads the output.
@@ -702,6 +707,16 @@ def build_summary(results):
         rows.append(_row("7", f"7 GAT epoch, {ds}", "ms/epoch", vals, "<= 100 ms",
                          c / 100 if c else None, "-", clock="total",
                          note="torch: unmodified pyGAT"))
+    r = results.get("models")
+    if r and "rows" in r:
+        for x in r["rows"]:
+            sy = x.get("systems", {})
+            vals = {s: d["cpu"]["median"] for s, d in sy.items() if "cpu" in d}
+            errs = [s for s, d in sy.items() if "error" in d] + (["all"] if "error" in x
+                                                                 else [])
+            chk = x.get("check", "-") + ("; errors: " + ", ".join(errs) if errs else "")
+            unit = "ms/epoch" if "epoch" in x["label"] else "ms/step"
+            rows.append(_row("9", f"9 {x['label']}", unit, vals, "", None, chk))
     r = results.get("hvp")
     if r:
         for name, d in r["configs"].items():
@@ -942,6 +957,18 @@ def problems(results):
     for bench, r in results.items():
         if not isinstance(r, dict):
             continue
+        if bench == "models":
+            if "error" in r:
+                out.append(f"ERROR models: {r['error']}")
+            for x in r.get("rows", []):
+                if "error" in x:
+                    out.append(f"ERROR models {x['id']}: {x['error']}")
+                for s, d in x.get("systems", {}).items():
+                    if "error" in d:
+                        out.append(f"ERROR models {x['id']}/{s}: {d['error']}")
+                if x.get("check") not in (None, "ok", "-"):
+                    out.append(f"GRADIENT MISMATCH models {x['id']}: {x['check']}")
+            continue
         if bench in ("sparse", "gat"):
             if "error" in r:
                 out.append(f"ERROR {bench}: {r['error']}")
@@ -1108,8 +1135,8 @@ def update_readme(info, summary, plots, outdir):
 # ---------------------------------------------------------------------------------------------
 # main
 
-ALL = ["elementwise", "chain", "bigchain", "fanin", "mlp", "sparse", "gat", "hvp", "scaling",
-       "soak"]
+ALL = ["elementwise", "chain", "bigchain", "fanin", "mlp", "sparse", "gat", "hvp", "models",
+       "scaling", "soak"]
 SOAK_SCALE = 0.1      # bench/run.py's soak: 10x shorter than python bench/soak.py,
 SOAK_SAMPLES = 100    # with half its samples (each a full gc.collect())
 
@@ -1275,6 +1302,11 @@ def main(argv=None):
         timed("gat", lambda: run_module_workload("gat", a.quick, log,
                                                  use_torch=torch_mod is not None
                                                  and not a.quick))
+    if "models" in selected:
+        # --quick: cgrad alone, tiny sizes (a smoke test that needs no torch)
+        timed("models", lambda: run_module_workload("models", a.quick, log,
+                                                    use_torch=torch_mod is not None
+                                                    and not a.quick))
     mlp_mod = None
     if "mlp" in selected:
         # last: bench/mlp.py sets glibc's mmap/trim thresholds for the rest of the process
@@ -1324,7 +1356,8 @@ def detail_texts(data):
         texts.append(("5 MLP training step, HIPS autograd (bench/mlp_hips.py)",
                       mlp_hips.render(results["mlp_hips"])))
     for name, title in (("sparse", "6 spmm and SDDMM (bench/sparse.py)"),
-                        ("gat", "7 GAT epoch (bench/gat.py)")):
+                        ("gat", "7 GAT epoch (bench/gat.py)"),
+                        ("models", "9 Training steps of real models (bench/models.py)")):
         r = results.get(name)
         if r is None:
             continue
