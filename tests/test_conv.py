@@ -253,3 +253,75 @@ def test_fold_modules(name, args):
     x = RNG.standard_normal(shape)
     np.testing.assert_allclose(cm(cgrad.tensor(x)).numpy(), tm(torch.tensor(x)).numpy(),
                                atol=1e-12)
+
+
+# Note [Batch-last convolution]: batches of >= 4 with output rows of <= 8 take the batch-last
+# layout (one product over the whole batch, columns (C*kh*kw, Ho*Wo*N)); the grids above use
+# batches of 2 (the per-sample layout). The same grid here, both sides of the row-length
+# threshold, and gradients of the first and second order through the batch-last path.
+@pytest.mark.parametrize("stride,padding,dilation,groups", GRID2)
+@pytest.mark.parametrize("width", [8, 17])
+def test_conv2d_grid_batch_last(stride, padding, dilation, groups, width):
+    _pair((5, 4, 7, width), (6, 4 // groups, 3, 2), 2, stride=stride, padding=padding,
+          dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 0), (2, 1), (1, 3)])
+def test_conv1d_and_float32_batch_last(stride, padding):
+    _pair((6, 3, 8), (5, 3, 3), 1, stride=stride, padding=padding)
+    _pair((16, 4, 4, 4), (8, 4, 3, 3), 2, dtype=np.float32, padding=1)
+    _pair((8, 1, 8, 8), (16, 1, 3, 3), 2, dtype=np.float32, bias=False, padding=1)
+
+
+def test_batch_last_non_contiguous_and_partial_grads():
+    x = RNG.standard_normal((6, 3, 5, 5)).transpose(0, 1, 3, 2)     # non-contiguous
+    w = RNG.standard_normal((4, 3, 2, 2))
+    for need in ((True, False), (False, True), (True, True)):
+        t = [torch.tensor(np.array(a), requires_grad=r) for a, r in zip((x, w), need)]
+        c = [cgrad.tensor(a, requires_grad=r) for a, r in zip((x, w), need)]
+        ty = torch.nn.functional.conv2d(*t, padding=1)
+        cy = F.conv2d(*c, padding=1)
+        np.testing.assert_allclose(cy.detach().numpy(), ty.detach().numpy(), atol=1e-12)
+        (ty ** 2).sum().backward()
+        (cy ** 2).sum().backward()
+        for tt, cc in zip(t, c):
+            if tt.requires_grad:
+                np.testing.assert_allclose(cc.grad.numpy(), tt.grad.numpy(), atol=1e-10)
+            else:
+                assert cc.grad is None
+
+
+def test_batch_last_gradchecks_and_double_backward_like_torch():
+    x = cgrad.randn(4, 2, 5, 4, dtype=cgrad.float64, requires_grad=True)
+    w = cgrad.randn(3, 2, 3, 2, dtype=cgrad.float64, requires_grad=True)
+    b = cgrad.randn(3, dtype=cgrad.float64, requires_grad=True)
+
+    def f(x, w, b):
+        return F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2))
+    assert gradcheck(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
+    xs = RNG.standard_normal((5, 2, 6, 6))
+    ws = RNG.standard_normal((3, 2, 3, 3))
+    vals = []
+    for m in (torch, cgrad):
+        tx, tw = m.tensor(xs, requires_grad=True), m.tensor(ws, requires_grad=True)
+        y = (m.nn.functional.conv2d(tx, tw, stride=2, padding=1) ** 2).sum()
+        gx, gw = m.autograd.grad(y, (tx, tw), create_graph=True)
+        ((gx ** 2).sum() + (gw ** 3).sum()).backward()
+        vals.append((gx.detach().numpy(), gw.detach().numpy(), tw.grad.numpy(),
+                     tx.grad.numpy()))
+    for a, b in zip(*vals):
+        np.testing.assert_allclose(a, b, atol=1e-9, rtol=1e-10)
+
+
+def test_conv_transpose_batch_last_like_torch():
+    x = RNG.standard_normal((6, 4, 3, 3))
+    w = RNG.standard_normal((4, 2, 3, 3))
+    outs = []
+    for m in (torch, cgrad):
+        tx, tw = m.tensor(x, requires_grad=True), m.tensor(w, requires_grad=True)
+        y = m.nn.functional.conv_transpose2d(tx, tw, stride=2, padding=1, output_padding=1)
+        (y ** 2).sum().backward()
+        outs.append((y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy()))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, atol=1e-10, rtol=1e-10)

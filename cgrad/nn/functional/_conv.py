@@ -61,9 +61,64 @@ def _cols(X, kh, kw, stride, padding, dilation, groups):
     return cols, Ho, Wo
 
 
+# Note [Batch-last convolution]: for small images (a CNN's 8x8 or 4x4 feature maps) the
+# layout above is slow twice over: each sample is its own small product (O, C*kh*kw) @
+# (C*kh*kw, Ho*Wo), and every pass over a strided view (im2col, col2im) runs NumPy's inner
+# loop over Wo elements only. With the batch as the last axis, the input is copied once to
+# (C, H, W, N), the columns are (C*kh*kw, Ho*Wo*N) with N contiguous, and each of the three
+# products is ONE matrix product over the whole batch: y = w @ cols, gw = g @ cols^T (no sum
+# over per-sample products), dcols = w^T @ g, whose kernel offsets are added back onto a
+# (C, H, W, N) image in contiguous runs of Wo*N elements. The outputs are transposed back to
+# (N, C, H, W) (one copy each). Taken for groups == 1 when the output rows are short
+# (Wo <= _BATCH_LAST_MAX_WO) and the batch is not tiny; the columns it saves are 2-D (the
+# per-sample layout's are 4-D), which is how _grad_w tells them apart. Sums are the same terms
+# in another order: results agree to rounding, not bitwise, with the per-sample layout.
+_BATCH_LAST_MAX_WO = 8
+_BATCH_LAST_MIN_N = 4
+
+
+def _batch_last(N, Wo, groups):
+    return groups == 1 and N >= _BATCH_LAST_MIN_N and Wo <= _BATCH_LAST_MAX_WO
+
+
+def _out_hw(H, W, kh, kw, stride, padding, dilation):
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    return ((H + 2 * ph - dh * (kh - 1) - 1) // sh + 1,
+            (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1)
+
+
+def _cols_bl(X, kh, kw, stride, padding, dilation):
+    """Batch-last im2col: (C * kh * kw, Ho * Wo * N), one transposing copy of X and one of
+    the windows."""
+    N, C, H, W = X.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    Ho, Wo = _out_hw(H, W, kh, kw, stride, padding, dilation)
+    if ph or pw:
+        Xt = np.zeros((C, H + 2 * ph, W + 2 * pw, N), dtype=X.dtype)
+        Xt[:, ph: ph + H, pw: pw + W] = X.transpose(1, 2, 3, 0)
+    else:
+        Xt = np.ascontiguousarray(X.transpose(1, 2, 3, 0))
+    s0, s1, s2, s3 = Xt.strides
+    win = as_strided(Xt, (C, kh, kw, Ho, Wo, N), (s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw, s3),
+                     writeable=False)
+    return np.ascontiguousarray(win).reshape(C * kh * kw, Ho * Wo * N)
+
+
+def _g_bl(G):
+    """(N, O, Ho, Wo) -> (O, Ho * Wo * N), contiguous."""
+    N, O = G.shape[:2]
+    return np.ascontiguousarray(G.transpose(1, 2, 3, 0)).reshape(O, -1)
+
+
 def _fwd(X, Wt, stride, padding, dilation, groups):
     """The output and the im2col columns (kept for the weight's gradient)."""
     O, Cg, kh, kw = Wt.shape
+    N = X.shape[0]
+    Ho, Wo = _out_hw(X.shape[2], X.shape[3], kh, kw, stride, padding, dilation)
+    if _batch_last(N, Wo, groups) and Ho > 0 and Wo > 0:          # Note [Batch-last ...]
+        cols = _cols_bl(X, kh, kw, stride, padding, dilation)
+        out = np.matmul(Wt.reshape(O, -1), cols).reshape(O, Ho, Wo, N)
+        return np.ascontiguousarray(out.transpose(3, 0, 1, 2)), cols
     cols, Ho, Wo = _cols(X, kh, kw, stride, padding, dilation, groups)
     w2 = Wt.reshape(groups, O // groups, Cg * kh * kw)
     out = np.matmul(w2, cols)                          # (N, G, O/G, Ho*Wo)
@@ -74,6 +129,16 @@ def _grad_x(G, Wt, xshape, stride, padding, dilation, groups):
     O, Cg, kh, kw = Wt.shape
     N, C = xshape[:2]
     Ho, Wo = G.shape[2:]
+    if _batch_last(N, Wo, groups) and Ho > 0 and Wo > 0:          # Note [Batch-last ...]
+        H, W = xshape[2:]
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        d = np.matmul(Wt.reshape(O, -1).T, _g_bl(G)).reshape(C, kh, kw, Ho, Wo, N)
+        dx = np.zeros((C, H + 2 * ph, W + 2 * pw, N), dtype=d.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                dx[:, i * dh: i * dh + sh * (Ho - 1) + 1: sh,
+                   j * dw: j * dw + sw * (Wo - 1) + 1: sw] += d[:, i, j]
+        return dx[:, ph: ph + H, pw: pw + W].transpose(3, 0, 1, 2)
     g2 = G.reshape(N, groups, O // groups, Ho * Wo)
     w2 = Wt.reshape(groups, O // groups, Cg * kh * kw)
     dcols = np.matmul(w2.transpose(0, 2, 1), g2).reshape(N, C, kh, kw, Ho, Wo)
@@ -118,6 +183,13 @@ def _col2im_strided(dcols, xshape, stride, padding, dilation):
 
 def _grad_w(X, G, wshape, stride, padding, dilation, groups, cols=None):
     O, _, kh, kw = wshape
+    N = X.shape[0]
+    if _batch_last(N, G.shape[3], groups) and G.shape[2] > 0 and G.shape[3] > 0:
+        if cols is None or cols.ndim != 2:                          # Note [Batch-last ...]
+            cols = _cols_bl(X, kh, kw, stride, padding, dilation)
+        return np.matmul(_g_bl(G), cols.T).reshape(wshape)
+    if cols is not None and cols.ndim != 4:
+        cols = None
     if cols is None:
         cols = _cols(X, kh, kw, stride, padding, dilation, groups)[0]
     N = X.shape[0]
