@@ -839,3 +839,43 @@ def test_var_degenerate_corrections_match_torch(torch):
         np.testing.assert_array_equal(np_of(yc), yt.numpy())
         assert [str(w.message) for w in wc] == \
             [str(w.message).split(" (Triggered internally")[0] for w in wt]
+
+
+# Note [Batch axis first]: sums over several axes that include 0 (not all of them) reduce the
+# batch axis first for float32/float64 C-contiguous arrays; other cases keep np.sum.
+@pytest.mark.parametrize("dims", [(0, 2, 3), (0, 2), (3, 0), (0, 1), (0, 1, 3), (1, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32])
+@pytest.mark.parametrize("layout", ["c", "transposed", "batch1"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_multi_axis_sum_batch_axis_first(dims, dtype, layout, keepdim):
+    from cgrad.ops.reductions import _sum_axes
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1 if layout == "batch1" else 7, 5, 4, 6)) * 10
+    a = a.astype(dtype)
+    if layout == "transposed":
+        a = a.transpose(0, 1, 3, 2)
+    want = np.sum(a.astype(np.float64), axis=dims, keepdims=keepdim)
+    got = _sum_axes(a, dims, keepdim)
+    assert got.shape == want.shape and got.dtype == np.sum(a, axis=dims).dtype
+    tol = {np.float16: 5e-2, np.float32: 1e-4}.get(dtype, 1e-12)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 100)
+    t = cgrad.tensor(a, requires_grad=a.dtype.kind == "f")
+    s = t.sum(dims, keepdim=keepdim)
+    np.testing.assert_array_equal(s.detach().numpy(), got)
+    if a.dtype.kind == "f":
+        s.sum().backward()
+        np.testing.assert_array_equal(t.grad.numpy(), np.ones_like(a))
+
+
+def test_broadcast_gradient_sums_batch_axis_first_like_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((16, 8, 5, 5)).astype(np.float32)
+    b = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    g = rng.standard_normal((16, 8, 5, 5)).astype(np.float32)
+    grads = []
+    for m in (torch, cgrad):
+        tb = m.tensor(b, requires_grad=True)
+        (m.tensor(x) * tb).backward(m.tensor(g))
+        grads.append(tb.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-4)

@@ -41,6 +41,28 @@ _INF = float("inf")
 # ----------------------------------------------------------------------------------------
 
 
+# Note [Batch axis first]: NumPy reduces several non-adjacent axes of a C-contiguous array
+# (a batch norm's or a convolution bias's (0, 2, 3) over (N, C, H, W)) through its generic
+# iterator, whose inner loop runs over the last reduced run only: for small feature maps that
+# is 4-7x slower than reducing axis 0 first (N - 1 vector additions of whole contiguous
+# samples) and then the remaining axes, which are then adjacent or trailing. _sum_axes does
+# that for float32/float64 C-contiguous arrays whose reduced axes include 0 and not all axes;
+# the terms are the same and the order is another, so results agree with np.sum to rounding
+# (float16 and integer sums keep NumPy's path: float16 would accumulate in float16).
+def _sum_axes(arr, dims, keepdims=False):
+    """np.sum(arr, axis=dims, keepdims=keepdims), batch axis first (Note [Batch axis first])."""
+    if dims is not None and not isinstance(dims, int):
+        dims = tuple(sorted(dims))
+    if (dims is None or isinstance(dims, int) or len(dims) < 2 or dims[0] != 0
+            or len(dims) == arr.ndim
+            or arr.dtype.char not in "fd" or arr.shape[0] < 2
+            or not arr.flags.c_contiguous):
+        return np.sum(arr, axis=dims, keepdims=keepdims)
+    out = np.add.reduce(arr, axis=0)
+    out = np.sum(out, axis=tuple(d - 1 for d in dims[1:]), keepdims=keepdims)
+    return out[None] if keepdims else out
+
+
 class Sum(Function):
     """sum(a, dim, keepdim).  d/da = g broadcast back to a's shape (a view)."""
     _node_name = "SumBackward0"
@@ -55,6 +77,8 @@ class Sum(Function):
             dims = None
         if dtype is None and arr.dtype.kind in "bui":
             dtype = np.int64
+        if dtype is None:
+            return contiguous_result(_sum_axes(arr, dims, keepdim), arr)
         return contiguous_result(np.sum(arr, axis=dims, keepdims=keepdim, dtype=dtype), arr)
 
     @staticmethod
@@ -133,7 +157,7 @@ def _sum_to_array(arr, shape):
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and arr.shape[i + lead] != 1)
     if axes:
-        arr = np.sum(arr, axis=axes, keepdims=True)
+        arr = _sum_axes(arr, axes, True)
     if lead:
         arr = arr.reshape(shape)
     return arr

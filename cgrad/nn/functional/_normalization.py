@@ -12,6 +12,7 @@ from cgrad import _C
 from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops.reductions import _sum_axes
 from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list, _tname
 
 
@@ -114,9 +115,12 @@ class _BatchNormTrain(Function):
         x = input._data
         axes = (0,) + tuple(range(2, x.ndim))
         pshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        mu = x.mean(axis=axes, keepdims=True)
-        xc = x - mu
-        var = np.mean(np.square(xc), axis=axes, keepdims=True)
+        n = x.size // x.shape[1] if x.size else 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # sums batch axis first (Note [Batch axis first]), divided as np.mean divides
+            mu = np.true_divide(_sum_axes(x, axes, True), n, dtype=x.dtype)
+            xc = x - mu
+            var = np.true_divide(_sum_axes(np.square(xc), axes, True), n, dtype=x.dtype)
         rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
         stats.mean = mu.reshape(-1)
         stats.var = var.reshape(-1)
@@ -141,8 +145,8 @@ class _BatchNormTrain(Function):
             ga = g._data
             n = ga.size // ga.shape[1]
             xhat = xhat_np if xhat_np is not None else (x._data - mu) * rstd
-            gb_ = ga.sum(axis=axes, keepdims=True)
-            gxh_ = np.sum(ga * xhat, axis=axes, keepdims=True)
+            gb_ = _sum_axes(ga, axes, True)
+            gxh_ = _sum_axes(ga * xhat, axes, True)
             gx = gw = gbias = None
             if nx:
                 scale = rstd / n
