@@ -232,3 +232,24 @@ def test_max_pool_planes_last_gradients_and_noncontiguous():
     small = cgrad.tensor(RNG.standard_normal((3, 4, 6, 5)), requires_grad=True)
     assert gradcheck(lambda t: F.max_pool2d(t, 2, 1), (small,))
     assert gradgradcheck(lambda t: F.max_pool2d(t, 2, 1), (small,))
+
+
+@pytest.mark.parametrize("geom", [(2, 2, 0, 1), (2, 3, 1, 1), (3, 2, 0, 1), (2, 3, 0, 2)])
+def test_max_pool_backward_placement_like_torch(geom):
+    # disjoint windows (stride >= dilated kernel) place the gradient instead of summing it;
+    # overlapping ones sum; placed gradients are bitwise torch's, -0.0 included (torch: 0.0)
+    k, s, p, d = geom
+    x = RNG.standard_normal((3, 4, 9, 8)).astype(np.float32)
+    tx, cx = torch.tensor(x, requires_grad=True), cgrad.tensor(x, requires_grad=True)
+    ty = torch.nn.functional.max_pool2d(tx, k, s, p, d)
+    cy = F.max_pool2d(cx, k, s, p, d)
+    g = RNG.standard_normal(ty.shape).astype(np.float32)
+    g[RNG.random(g.shape) < 0.3] = -0.0
+    ty.backward(torch.tensor(g))
+    cy.backward(cgrad.tensor(g))
+    if d * (k - 1) + 1 <= s:
+        assert cx.grad.numpy().tobytes() == tx.grad.numpy().tobytes()
+    else:       # sums of several gradients: cgrad adds in float64, torch in float32
+        np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+    xs = cgrad.tensor(RNG.standard_normal((2, 2, 6, 5)), requires_grad=True)
+    assert gradgradcheck(lambda t: F.max_pool2d(t, k, s, p, d), (xs,))

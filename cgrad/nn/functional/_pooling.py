@@ -158,13 +158,15 @@ class _MaxPool(Function):
         if unbatched:
             val, idx = val[0], idx[0]
         if ctx is not None:
-            ctx._aux = (idx, x._data.shape)
+            # disjoint windows (a stride at least the dilated kernel) give distinct indices
+            disjoint = all(dd * (kk - 1) + 1 <= ss for kk, ss, dd in zip(k, s, d))
+            ctx._aux = (idx, x._data.shape, disjoint)
         return val, idx
 
     @staticmethod
     def backward(ctx, g, _gi):
-        idx, shape = ctx._aux
-        return _MaxUnpoolAdd.apply(g, idx, shape), None, None, None, None, None
+        idx, shape, disjoint = ctx._aux
+        return (_MaxUnpoolAdd.apply(g, idx, shape, disjoint), None, None, None, None, None)
 
 
 class _MaxUnpoolAdd(Function):
@@ -172,19 +174,24 @@ class _MaxUnpoolAdd(Function):
     _node_name = "MaxPool2DWithIndicesBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, idx, shape):
+    def forward(ctx, g, idx, shape, distinct=False):
         H, W = shape[-2:]
         planes = int(np.prod(shape[:-2]))
         G = g._data
         flat = idx + np.arange(planes).reshape(idx.shape[:-2] + (1, 1)) * (H * W)
-        out = np.bincount(flat.ravel(), weights=G.ravel(), minlength=planes * H * W)
         if ctx is not None:
             ctx._aux = idx
+        if distinct and G.dtype.kind == "f":
+            # no index twice: the sum is a placement (G + 0.0 as 0.0 + g: -0.0 becomes 0.0)
+            out = np.zeros(planes * H * W, dtype=G.dtype)
+            out[flat.ravel()] = np.add(G, 0.0, dtype=G.dtype).ravel()
+            return out.reshape(shape)
+        out = np.bincount(flat.ravel(), weights=G.ravel(), minlength=planes * H * W)
         return out.astype(G.dtype, copy=False).reshape(shape)
 
     @staticmethod
     def backward(ctx, gg):
-        return _Gather.apply(gg, ctx._aux), None, None
+        return _Gather.apply(gg, ctx._aux), None, None, None
 
 
 class _Gather(Function):
@@ -202,7 +209,7 @@ class _Gather(Function):
     @staticmethod
     def backward(ctx, g):
         idx, shape = ctx._aux
-        return _MaxUnpoolAdd.apply(g, idx, shape), None
+        return _MaxUnpoolAdd.apply(g, idx, shape, False), None
 
 
 def _divisor(n, k, s, p, o, include_pad):

@@ -74,7 +74,7 @@ class _AdaptiveMax(Function):
     @staticmethod
     def backward(ctx, g, _gi):
         idx, shape = ctx._aux
-        return _MaxUnpoolAdd.apply(g, idx, shape), None
+        return _MaxUnpoolAdd.apply(g, idx, shape, False), None
 
 
 def _check_adaptive(input, name, nd):
