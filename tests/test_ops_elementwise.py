@@ -1127,3 +1127,36 @@ def test_pow_product_kernels_gradients(e):
     x = cgrad.tensor([0.7, -1.3, 2.1], dtype=cgrad.float64, requires_grad=True)
     assert cgrad.autograd.gradcheck(lambda t: t ** e, (x,))
     assert cgrad.autograd.gradgradcheck(lambda t: t ** e, (x,))
+
+
+# GELU (approximate='none') keeps Phi(x) from its forward for its backward (one erf per
+# forward+backward pair); the double backward recomputes it. Values and gradients of both
+# paths against a float64 reference and torch.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_backward_reuses_forward_cdf(dtype):
+    from scipy.special import erf
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((7, 33)) * 4).astype(dtype)
+    x[0, :4] = [0.0, -0.0, 40.0, -40.0]
+    a = cgrad.tensor(x, requires_grad=True)
+    y = cgrad.nn.functional.gelu(a)
+    ref = x * 0.5 * (1.0 + erf(x * np.sqrt(0.5)))       # the old formula, same rounding
+    assert y.detach().numpy().tobytes() == (x * ((erf(x * dtype(np.sqrt(0.5))) + 1.0) * 0.5)
+                                            ).astype(dtype).tobytes()
+    g = rng.standard_normal(x.shape).astype(dtype)
+    y.backward(cgrad.tensor(g))
+    ta = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.gelu(ta).backward(torch.tensor(g))
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=tol, atol=tol)
+    # second order, and the in-place check on the saved input
+    a64 = cgrad.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    assert cgrad.autograd.gradgradcheck(lambda t: cgrad.nn.functional.gelu(t), (a64,))
+    b = a64.detach().clone().requires_grad_()
+    c = b * 1.0
+    out = cgrad.nn.functional.gelu(c)
+    c.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

@@ -618,17 +618,26 @@ class Gelu(Function):
         with _errstate():                   # inf inputs: inf * 0 -> nan, as torch
             if approximate == "tanh":
                 t = np.tanh(_GELU_K * (x + _GELU_C * (x * x * x)))
-            else:
-                t = _erf(x * _SQRT1_2)
-            t += 1.0
-            t *= x
-            t *= 0.5
-        return t
+                t += 1.0
+                t *= x
+                t *= 0.5
+                return t
+            # Phi(x) = (1 + erf(x / sqrt 2)) / 2, kept for the backward: erf is the costly
+            # part of both passes (scipy's scalar loop), so the backward reuses it
+            cdf = _erf(x * _SQRT1_2)
+            cdf += 1.0
+            cdf *= 0.5
+            if ctx is not None:
+                ctx._aux = (approximate, cdf)
+            return x * cdf
 
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return GeluBackward.apply(g, a, ctx._aux), None
+        aux = ctx._aux
+        if type(aux) is tuple:
+            return GeluBackward.apply(g, a, aux[0], aux[1]), None
+        return GeluBackward.apply(g, a, aux), None
 
 
 class GeluBackward(Function):
@@ -636,7 +645,8 @@ class GeluBackward(Function):
     _node_name = "GeluBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, a, approximate):
+    def forward(ctx, g, a, approximate, cdf=None):
+        """cdf: Phi(a) from Gelu's forward (approximate='none'), or None to compute it."""
         x = a._data
         if ctx is not None:
             ctx.save_for_backward(g, a)
@@ -652,9 +662,10 @@ class GeluBackward(Function):
                 d = np.exp(x * x * -0.5)
                 d *= _INV_SQRT_2PI
                 d *= x
-                cdf = _erf(x * _SQRT1_2)
-                cdf += 1.0
-                cdf *= 0.5
+                if cdf is None:
+                    cdf = _erf(x * _SQRT1_2)
+                    cdf += 1.0
+                    cdf *= 0.5
                 d += cdf
             return _times(d, g)
 
@@ -677,7 +688,7 @@ class GeluBackward(Function):
                 x2 = a * a
                 d2 = (x2 * -0.5).exp() * _INV_SQRT_2PI * (2.0 - x2)
             ga = gg * g * d2
-        return (GeluBackward.apply(gg, a, approximate) if ng else None), ga, None
+        return (GeluBackward.apply(gg, a, approximate) if ng else None), ga, None, None
 
 
 class Silu(Function):
