@@ -35,6 +35,35 @@ def _addcmul_sq_(acc, g, value, tmp):
     return t
 
 
+# Note [Blocked updates]: an update is ~13 elementwise passes over the parameter, its gradient
+# and its state; for a tensor larger than the last-level cache share each pass streams from
+# memory. Large tensors are therefore updated block by block (_BLOCK_BYTES per array, so the
+# block's ~6 arrays stay in cache across the passes; 1 MiB measured best among 128 KiB..1 MiB
+# on a 784-1024-1024-10 MLP): the same ufuncs on the same elements, so the result is bitwise
+# the whole-array update's (tests/test_optim_more.py, test_blocked_adam_*). 10-25% faster
+# there (float32 and float64, bench/optim.py).
+_BLOCK_BYTES = 1 << 20
+
+
+def _blocks(arrays):
+    """(flat views of arrays, [slices]) splitting real, C-contiguous, same-shape arrays of
+    at least two blocks into blocks of _BLOCK_BYTES; None to update them whole."""
+    pa = arrays[0]
+    if pa.dtype.kind != "f" or pa.nbytes < 2 * _BLOCK_BYTES:
+        return None
+    flats = []
+    for a in arrays:
+        if a is None:
+            flats.append(None)
+            continue
+        if not a.flags.c_contiguous or a.dtype != pa.dtype or a.shape != pa.shape:
+            return None
+        flats.append(a.reshape(-1))
+    n = pa.size
+    step = _BLOCK_BYTES // pa.itemsize
+    return flats, [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
 def _check_betas(lr, betas, eps, weight_decay):
     _check_hyper("lr", lr)
     if not 0.0 <= lr:
@@ -99,6 +128,35 @@ class Adam(Optimizer):
 
     _sparse_msg = "Adam does not support sparse gradients, please consider SparseAdam instead"
 
+    def _adam_update(self, pa, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, maximize,
+                     decoupled, step_size, bias_correction2_sqrt):
+        """One parameter's update in place on arrays of one shape (or one block of them)."""
+        if weight_decay != 0 and decoupled:
+            pa *= 1 - lr * weight_decay
+            g, _ = _prep_grad(self, pa, g, maximize, 0.0)
+        else:
+            g, _ = _prep_grad(self, pa, g, maximize, weight_decay)
+        tmp = _real(self._scratch(1, pa))
+        denom = _real(self._scratch(2, pa))
+        pa, g, m, v = _real(pa), _real(g), _real(m), _real(v)
+
+        # v is updated before m (independent) so that its scratch serves the lerp
+        v *= beta2
+        _addcmul_sq_(v, g, 1 - beta2, tmp)
+        _lerp_(m, g, 1 - beta1, tmp)
+
+        if vmax is not None:
+            vmax = _real(vmax)
+            np.maximum(vmax, v, out=vmax)
+            np.sqrt(vmax, out=denom)
+        else:
+            np.sqrt(v, out=denom)
+        denom /= bias_correction2_sqrt
+        denom += eps
+        t = np.multiply(m, -step_size, out=tmp)
+        t /= denom
+        pa += t
+
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Perform a single optimization step; returns the closure's loss (if any)."""
@@ -131,39 +189,24 @@ class Adam(Optimizer):
 
                 step_t._data += 1
                 step = float(step_t._data)
-                if weight_decay != 0 and decoupled:
-                    pa *= 1 - lr * weight_decay
-                    g, _ = _prep_grad(self, pa, g, maximize, 0.0)
-                else:
-                    g, _ = _prep_grad(self, pa, g, maximize, weight_decay)
-                tmp = _real(self._scratch(1, pa))
-                denom = _real(self._scratch(2, pa))
-                pa, g, m, v = _real(pa), _real(g), _real(m_t._data), _real(v_t._data)
-
-                # v is updated before m (independent) so that its scratch serves the lerp
-                v *= beta2
-                _addcmul_sq_(v, g, 1 - beta2, tmp)
-                _lerp_(m, g, 1 - beta1, tmp)
-
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
                 bias_correction2_sqrt = bias_correction2 ** 0.5
-
-                if amsgrad:
-                    vmax_t = state["max_exp_avg_sq"]
-                    vmax = _real(vmax_t._data)
-                    np.maximum(vmax, v, out=vmax)
-                    vmax_t._bump_version()
-                    np.sqrt(vmax, out=denom)
+                vmax_t = state["max_exp_avg_sq"] if amsgrad else None
+                arrays = (pa, g, m_t._data, v_t._data,
+                          None if vmax_t is None else vmax_t._data)
+                hyper = (lr, beta1, beta2, eps, weight_decay, maximize, decoupled,
+                         step_size, bias_correction2_sqrt)
+                blocks = _blocks(arrays)
+                if blocks is None:
+                    self._adam_update(*arrays, *hyper)
                 else:
-                    np.sqrt(v, out=denom)
-                denom /= bias_correction2_sqrt
-                denom += eps
-                t = np.multiply(m, -step_size, out=tmp)
-                t /= denom
-                pa += t
-
+                    flats, slices = blocks
+                    for b in slices:
+                        self._adam_update(*(None if a is None else a[b] for a in flats), *hyper)
+                if vmax_t is not None:
+                    vmax_t._bump_version()
                 step_t._bump_version()
                 m_t._bump_version()
                 v_t._bump_version()
