@@ -1,5 +1,6 @@
 """Adam / AdamW's blocked update of large tensors (Note [Blocked updates] in
-cgrad/optim/adam.py) and the foreach= / fused= keywords.
+cgrad/optim/adam.py), the flat state of small tensors (Note [Flat state]) and the foreach= /
+fused= keywords.
 
 * Bitwise: 30 steps with blocks equal 30 steps with whole-array updates (the blocking only
   reorders which elements are computed when), float32 and float64, with weight decay,
@@ -8,6 +9,10 @@ cgrad/optim/adam.py) and the foreach= / fused= keywords.
   state_dict save/load round trip at step 15 into a fresh optimizer.
 * Against torch (foreach=False and its default, and fused=True for float types), the same
   run agrees within float32 rounding (1e-6 relative in float64).
+* Flat state: 30 steps with it equal 30 steps of foreach=False bitwise (params and state),
+  with a transposed parameter, a 0-d one, grads None, a state entry replaced by the user, an
+  added group and a state_dict round trip; the state tensors stay ordinary tensors (identity,
+  versions, sharing after load_state_dict, pickling).
 """
 from __future__ import annotations
 
@@ -134,3 +139,103 @@ def test_sparse_gradients_still_raise_and_keywords_are_recorded():
         with pytest.raises(RuntimeError, match="does not support sparse gradients"):
             opt.step()
         assert optim.Adam([p], foreach=True).param_groups[0]["foreach"] is True
+
+
+# ------------------------------------------------------------------------------------------
+# Note [Flat state]: small tensors updated together over flat state buffers
+# ------------------------------------------------------------------------------------------
+SMALL = [(65, 64), (64,), (), (64, 192), (3, 5)]
+
+
+def _run_small(name, kwargs, dtype, foreach, none_at=(), swap_at=()):
+    """30 steps on SMALL (the last parameter is a transposed view, non-contiguous): a small
+    parameter's grad is None at the steps in none_at; a state_dict round trip into a fresh
+    optimizer at step 12; a group of two small tensors added at step 8."""
+    rng = np.random.default_rng(3)
+    ps = [cgrad.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+          for s in SMALL[:-1]]
+    ps.append(cgrad.tensor(rng.standard_normal(SMALL[-1][::-1]).astype(dtype)).t()
+              .detach().requires_grad_())
+    extra = [cgrad.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+             for s in ((4,), (2, 2))]
+    kw = dict(kwargs, foreach=foreach)
+    opt = getattr(optim, name)(ps, **kw)
+    grng = np.random.default_rng(4)
+    for step in range(STEPS):
+        for i, p in enumerate(ps):
+            g = grng.standard_normal(p.shape).astype(dtype)
+            p.grad = None if (i == 1 and step in none_at) else cgrad.tensor(g)
+        if step == 8:
+            opt.add_param_group({"params": extra, "lr": 0.003})
+        if step >= 8:
+            for p in extra:
+                p.grad = cgrad.tensor(grng.standard_normal(p.shape).astype(dtype))
+        if step in swap_at:     # a user replacing a state entry: the layout is rebuilt
+            st = opt.state[ps[0]]
+            st["exp_avg"] = cgrad.tensor(st["exp_avg"].numpy().copy())
+        opt.step()
+        if step == 12:
+            sd = opt.state_dict()
+            opt = getattr(optim, name)([{"params": ps}, {"params": extra}], **kw)
+            opt.load_state_dict(sd)
+    params = [p.detach().numpy().copy() for p in ps + extra]
+    state = [{k: v.numpy().copy() for k, v in opt.state[p].items()} for p in ps + extra]
+    return params, state
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[c[0] for c in CONFIGS])
+@pytest.mark.parametrize("variant", ["plain", "grad-none", "swap"])
+def test_flat_state_is_bitwise_the_single_tensor_update(cfg, dtype, variant):
+    _, name, kwargs = cfg
+    none_at = (3, 4, 20) if variant == "grad-none" else ()
+    swap_at = (5, 17) if variant == "swap" else ()
+    a, sa = _run_small(name, kwargs, dtype, None, none_at, swap_at)
+    b, sb = _run_small(name, kwargs, dtype, False, none_at, swap_at)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(sa, sb):
+        assert sorted(x) == sorted(y)
+        for k in x:
+            assert x[k].dtype == y[k].dtype
+            np.testing.assert_array_equal(x[k], y[k])
+
+
+def test_flat_state_tensors_are_ordinary_and_shared_like_torch():
+    """The state tensors keep their identity across steps, bump their versions, are views
+    only of the optimizer's buffers, and after load_state_dict the loaded tensors are the
+    optimizer's state and keep being updated (as torch shares them)."""
+    ps = [cgrad.ones(3, requires_grad=True), cgrad.ones(2, 2, requires_grad=True)]
+    opt = optim.Adam(ps, lr=0.1)
+    for p in ps:
+        p.grad = cgrad.ones(p.shape)
+    opt.step()
+    m = opt.state[ps[0]]["exp_avg"]
+    v0, pv0 = m._version, ps[0]._version
+    opt.step()
+    assert opt.state[ps[0]]["exp_avg"] is m and m._version == v0 + 1
+    assert ps[0]._version == pv0 + 1
+    assert opt.state[ps[0]]["step"].shape == () and float(opt.state[ps[0]]["step"]) == 2.0
+    assert opt.state[ps[0]]["step"].dtype == cgrad.float32
+    sd = opt.state_dict()
+    qs = [cgrad.ones(3, requires_grad=True), cgrad.ones(2, 2, requires_grad=True)]
+    opt2 = optim.Adam(qs, lr=0.1)
+    opt2.load_state_dict(sd)
+    assert opt2.state[qs[0]]["exp_avg"] is sd["state"][0]["exp_avg"]
+    before = sd["state"][1]["exp_avg_sq"].numpy().copy()
+    for q in qs:
+        q.grad = cgrad.full(q.shape, 2.0)
+    opt2.step()
+    assert opt2.state[qs[1]]["exp_avg_sq"] is sd["state"][1]["exp_avg_sq"]
+    assert not np.array_equal(sd["state"][1]["exp_avg_sq"].numpy(), before)
+    assert float(sd["state"][0]["step"]) == 3.0
+    # the copy made for a pickle is independent of the buffers
+    import pickle
+    opt3 = pickle.loads(pickle.dumps(opt2))
+    rs = opt3.param_groups[0]["params"]
+    for r in rs:
+        r.grad = cgrad.full(r.shape, 2.0)
+    opt3.step()
+    assert float(opt3.state[rs[0]]["step"]) == 4.0
+    assert float(opt2.state[qs[0]]["step"]) == 3.0
+    assert opt2.__dict__.get("_flat_layouts") and opt3.__dict__.get("_flat_layouts")
