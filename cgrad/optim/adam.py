@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cgrad.optim.optimizer import (Optimizer, _check_hyper, _grad_array, _step_tensor,
-                                   _use_grad_for_differentiable, _wrap, _zeros_like,
-                                   _Tensor)
+from cgrad.optim.optimizer import (Optimizer, _blocks, _check_hyper, _grad_array,
+                                   _step_tensor, _use_grad_for_differentiable, _wrap,
+                                   _zeros_like, _Tensor)
 from cgrad.optim.sgd import _prep_grad
 
 __all__ = ["Adam"]
@@ -34,35 +34,6 @@ def _addcmul_sq_(acc, g, value, tmp):
     t *= g
     acc += t
     return t
-
-
-# Note [Blocked updates]: an update is ~13 elementwise passes over the parameter, its gradient
-# and its state; for a tensor larger than the last-level cache share each pass streams from
-# memory. Large tensors are therefore updated block by block (_BLOCK_BYTES per array, so the
-# block's ~6 arrays stay in cache across the passes; 1 MiB measured best among 128 KiB..1 MiB
-# on a 784-1024-1024-10 MLP): the same ufuncs on the same elements, so the result is bitwise
-# the whole-array update's (tests/test_optim_more.py, test_blocked_adam_*). 10-25% faster
-# there (float32 and float64, bench/optim.py).
-_BLOCK_BYTES = 1 << 20
-
-
-def _blocks(arrays):
-    """(flat views of arrays, [slices]) splitting real, C-contiguous, same-shape arrays of
-    at least two blocks into blocks of _BLOCK_BYTES; None to update them whole."""
-    pa = arrays[0]
-    if pa.dtype.kind != "f" or pa.nbytes < 2 * _BLOCK_BYTES:
-        return None
-    flats = []
-    for a in arrays:
-        if a is None:
-            flats.append(None)
-            continue
-        if not a.flags.c_contiguous or a.dtype != pa.dtype or a.shape != pa.shape:
-            return None
-        flats.append(a.reshape(-1))
-    n = pa.size
-    step = _BLOCK_BYTES // pa.itemsize
-    return flats, [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
 def _moments_and_step(g, m, v, vmax, tmp, denom, beta1, beta2, eps, step_size,
