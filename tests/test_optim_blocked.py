@@ -246,3 +246,24 @@ def test_flat_state_tensors_are_ordinary_and_shared_like_torch():
     assert float(opt3.state[rs[0]]["step"]) == 4.0
     assert float(opt2.state[qs[0]]["step"]) == 3.0
     assert opt2.__dict__.get("_flat_layouts") and opt3.__dict__.get("_flat_layouts")
+
+
+def test_flat_state_duplicate_parameters_update_twice_as_before():
+    """A group listing a tensor twice (torch warns) steps its state twice per step, on the
+    per-tensor path, as before."""
+    import warnings
+    res = []
+    for foreach in (None, False):
+        p = cgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        q = cgrad.tensor([0.5, -1.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt = optim.Adam([p, q, p], lr=0.1, foreach=foreach)
+        for _ in range(3):
+            p.grad = cgrad.tensor([0.1, -0.2, 0.3])
+            q.grad = cgrad.tensor([1.0, 1.0])
+            opt.step()
+        assert float(opt.state[p]["step"]) == 6.0
+        res.append((p.detach().numpy().copy(), q.detach().numpy().copy()))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])

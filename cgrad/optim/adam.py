@@ -258,6 +258,8 @@ class Adam(Optimizer):
         if len(small) < 2 or any(grads[i] is None for i in small):
             return None
         sp = [params[i] for i in small]
+        if len({id(p) for p in sp}) != len(sp):      # duplicates: sequential updates
+            return None
         all_state = self.state
         states = [all_state[p] for p in sp]
         layouts = self.__dict__.get("_flat_layouts")
