@@ -94,6 +94,73 @@ def test_max_norm_padding_and_scale_grad(torch, norm_type):
     np.testing.assert_allclose(ec.weight.grad.numpy(), et.weight.grad.numpy(), atol=1e-12)
 
 
+# The models' shapes (makemore MLP: vocab 28, (32, 16) indices, dim 64; nanoGPT's wte
+# 65 x 64 at (16, 32) and wpe 32 x 64 at arange(32)), which take the CSR scatter-add path of
+# accumulate_along, and small/odd ones which take the linear add.at path.
+EMB_CASES = [(28, (32, 16), 64, None, False), (65, (16, 32), 64, None, False),
+             (32, (32,), 64, None, False), (28, (32, 16), 64, 0, False),
+             (28, (32, 16), 64, 3, True), (5, (2, 3, 4), 3, None, False),
+             (9, (0,), 4, None, False), (9, (3, 0), 4, 2, False), (6, (), 5, None, False)]
+
+
+@pytest.mark.parametrize("itype", [np.int64, np.int32], ids=["i64", "i32"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("case", EMB_CASES, ids=[f"{c[0]}x{c[2]}-{c[1]}-p{c[3]}-s{c[4]}"
+                                                 for c in EMB_CASES])
+def test_dense_backward_order_pinned(torch, case, dtype, itype):
+    """Note [Scatter-add order]: the rows of each index are added in index order from +0.0,
+    so the weight gradient equals torch's (sequential index_add_ on one thread) bitwise, with
+    repeated indices (scale_grad_by_freq: within rounding); against the float64 sums it is within float32 rounding."""
+    V_, shape, D_, pad, scale = case
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((V_, D_)).astype(dtype)
+    idx = rng.integers(0, V_, shape).astype(itype)
+    if shape == (32,):
+        idx = np.arange(32).astype(itype)
+    g = rng.standard_normal(shape + (D_,)).astype(dtype)
+    grads = []
+    for mod, fn in ((cgrad, F.embedding), (torch, torch.nn.functional.embedding)):
+        wt = mod.tensor(w, requires_grad=True)
+        out = fn(mod.tensor(idx), wt, padding_idx=pad, scale_grad_by_freq=scale)
+        (out * mod.tensor(g)).sum().backward()
+        grads.append(wt.grad.numpy())
+    if scale:       # cgrad divides each row before the sum; torch's scaling rounds otherwise
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(grads[0], grads[1], rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(grads[0], grads[1])
+    assert grads[0].dtype == dtype
+    ref = np.zeros((V_, D_))
+    g64 = g.reshape(-1, D_).astype(np.float64)
+    cnt = np.bincount(idx.reshape(-1), minlength=V_)
+    for j, i in enumerate(idx.reshape(-1)):
+        ref[i] += g64[j] / (cnt[i] if scale else 1)
+    if pad is not None:
+        ref[pad] = 0
+    n = max(int(cnt.max(initial=1)), 1)
+    tol = 1e-12 if dtype == np.float64 else 4 * n * np.finfo(np.float32).eps
+    np.testing.assert_allclose(grads[0], ref, rtol=tol, atol=tol * np.abs(g64).max(initial=1))
+
+
+def test_dense_backward_large_and_double_backward(torch):
+    """A vocabulary and index count past the CSR threshold, then the double backward (the
+    gather of the gradient's gradient) against torch."""
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((300, 40))
+    idx = rng.integers(0, 300, (50, 20))
+    g = rng.standard_normal((50, 20, 40))
+    res = []
+    for mod in (cgrad, torch):
+        wt = mod.tensor(w, requires_grad=True)
+        gt = mod.tensor(g, requires_grad=True)
+        out = mod.nn.functional.embedding(mod.tensor(idx), wt, padding_idx=7)
+        (gw,) = mod.autograd.grad(out, [wt], gt, create_graph=True)
+        (ggw,) = mod.autograd.grad((gw * mod.tensor(w)).sum(), [gt])
+        res.append((gw.detach().numpy(), ggw.numpy()))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])
+
+
 # ------------------------------------------------------------------------------------------
 # EmbeddingBag
 # ------------------------------------------------------------------------------------------

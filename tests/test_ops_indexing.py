@@ -314,6 +314,29 @@ def test_large_repeated_index_gradients_match_torch(layout, torch):
     np.testing.assert_allclose(res[0][1], res[1][1], **tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axis,n", [((28, 64), 0, 512), ((65, 64), 0, 512),
+                                          ((3, 40, 32), 1, 300), ((7, 3), 0, 20),
+                                          ((400, 1), 0, 20000), ((4, 300, 16), 1, 5000)])
+def test_scatter_add_paths_are_bitwise_equal(shape, axis, n, dtype):
+    """Note [Scatter-add order]: accumulate_along (CSR product or linear add.at, by size) sums
+    in the order of np.add.at into zeros (sequential in index order), bitwise, with signed
+    zeros, infinities and NaNs among the rows."""
+    from cgrad.ops.indexing import accumulate_along
+    rng = np.random.default_rng(5)
+    m = shape[axis]
+    idx = rng.integers(0, m, n)
+    src = (rng.standard_normal(shape[:axis] + (n,) + shape[axis + 1:]) * 1e3).astype(dtype)
+    flat = src.reshape(-1)
+    flat[:7] = [-0.0, np.inf, -np.inf, np.nan, -0.0, 1e30, -1e30]
+    got = accumulate_along(np.zeros(shape, dtype), axis, idx, src)
+    ref = np.zeros(shape, dtype)
+    np.add.at(ref, (slice(None),) * axis + (idx,), src)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
 def test_index_backward_of_int_after_slice_places_gradient(torch):
     """Torch's two-step order: the int is applied first, then the list."""
     res = []

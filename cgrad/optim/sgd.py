@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cgrad.optim.optimizer import (Optimizer, _check_hyper, _grad_array,
+from cgrad.optim.optimizer import (Optimizer, _blocks, _check_hyper, _grad_array,
                                    _use_grad_for_differentiable, _wrap)
 
 __all__ = ["SGD"]
@@ -66,6 +66,28 @@ class SGD(Optimizer):
     _group_defaults = {"nesterov": False, "maximize": False, "foreach": None,
                        "differentiable": False, "fused": False}
 
+    def _sgd_update(self, pa, g, buf, lr, momentum, dampening, weight_decay, nesterov,
+                    maximize):
+        """One step after the first with a momentum buffer, in place on arrays of one shape
+        (or one block of them: Note [Blocked updates])."""
+        g, owned = _prep_grad(self, pa, g, maximize, weight_decay)
+        buf *= momentum
+        if dampening == 0:
+            buf += g
+        else:
+            buf += np.multiply(g, 1 - dampening, out=self._scratch(1, pa))
+        if nesterov:
+            t = np.multiply(buf, momentum, out=self._scratch(1, pa))
+            np.add(g, t, out=t)
+            g, owned = t, True
+        else:
+            g, owned = buf, False
+        if owned:
+            np.multiply(g, -lr, out=g)
+            pa += g
+        else:
+            pa += np.multiply(g, -lr, out=self._scratch(1, pa))
+
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Perform a single optimization step; returns the closure's loss (if any)."""
@@ -78,26 +100,31 @@ class SGD(Optimizer):
             weight_decay = float(group["weight_decay"])
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            hyper = (lr, momentum, dampening, weight_decay, nesterov, maximize)
             for p in group["params"]:
                 g = _grad_array(p, None)
                 if g is None:
                     continue
                 pa = p._data
-                g, owned = _prep_grad(self, pa, g, maximize, weight_decay)
                 if momentum != 0:
                     state = all_state[p]
                     buf_t = state.get("momentum_buffer")
-                    if buf_t is None:
-                        buf = g.copy()                  # grad.detach().clone()
-                        state["momentum_buffer"] = _wrap(buf)
-                    else:
-                        buf = buf_t._data
-                        buf *= momentum
-                        if dampening == 0:
-                            buf += g
+                    if buf_t is not None:
+                        arrays = (pa, g, buf_t._data)
+                        blocks = _blocks(arrays)
+                        if blocks is None:
+                            self._sgd_update(*arrays, *hyper)
                         else:
-                            buf += np.multiply(g, 1 - dampening, out=self._scratch(1, pa))
+                            flats, slices = blocks
+                            for b in slices:
+                                self._sgd_update(*(a[b] for a in flats), *hyper)
                         buf_t._bump_version()
+                        p._bump_version()
+                        continue
+                g, owned = _prep_grad(self, pa, g, maximize, weight_decay)
+                if momentum != 0:
+                    buf = g.copy()                  # grad.detach().clone()
+                    state["momentum_buffer"] = _wrap(buf)
                     if nesterov:
                         t = np.multiply(buf, momentum, out=self._scratch(1, pa))
                         np.add(g, t, out=t)

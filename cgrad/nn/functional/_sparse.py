@@ -9,6 +9,7 @@ from cgrad import _C
 from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
+from cgrad.ops.indexing import accumulate_along
 
 
 class _Embedding(Function):
@@ -79,7 +80,8 @@ class _EmbeddingDenseBackward(Function):
         if scale:
             G2 = G2 / _counts(idx, V)[flat][:, None]
         out = np.zeros((V, D), dtype=G.dtype)
-        np.add.at(out, flat, G2)
+        # rows added in index order (Note [Scatter-add order]): bitwise torch's on one thread
+        accumulate_along(out, 0, flat, G2)
         if padding_idx is not None:
             out[padding_idx] = 0
         if ctx is not None:
