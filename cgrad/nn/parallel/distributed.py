@@ -14,8 +14,12 @@ that marks it ready. When every parameter of the next bucket in order is ready, 
 gradients are copied into one flat buffer and its non-blocking all-reduce (``Iallreduce``)
 starts, while backward goes on with the rest of the graph. Buckets start strictly in bucket
 order on every rank, because MPI matches the collectives of a communicator by their order.
-Open MPI progresses a non-blocking collective only inside MPI calls, so each hook also tests
-the outstanding requests (a cheap ``Testall``) to let them advance during backward.
+Open MPI progresses a non-blocking collective only inside MPI calls, and backward spends
+most of its time in NumPy/BLAS, outside any: each hook tests the outstanding requests (a
+cheap ``Testall``), and while a reduction is in flight a daemon thread calls ``Iprobe``
+every 0.1 ms (``CGRAD_DDP_PROGRESS_INTERVAL``; ``CGRAD_DDP_PROGRESS=0`` turns it off; only
+with MPI_THREAD_MULTIPLE, mpi4py's default) so the all-reduce advances while the main thread
+computes outside the GIL. bench/ddp.py measures what each hides.
 
 End of backward: cgrad's engine has no ``queue_callback`` (torch's hook for "backward is
 over"), so the reduction is finished by the hook that makes the last bucket ready: it waits
@@ -37,7 +41,10 @@ running statistics).
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -72,6 +79,50 @@ def _broadcast_coalesced(arrays, src, group):
         for a in group_arrays:
             a[...] = flat[off:off + a.size].reshape(a.shape)
             off += a.size
+
+
+class _Progress:
+    """A daemon thread that drives MPI's progress engine (an ``Iprobe`` that matches nothing)
+    while a reduction is in flight, so non-blocking all-reduces advance while the main
+    thread computes (in NumPy/BLAS, outside the GIL). Needs MPI_THREAD_MULTIPLE."""
+
+    def __init__(self, comm, interval):
+        self._comm = comm
+        self._interval = interval
+        self._active = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="cgrad-ddp-progress")
+        self._thread.start()
+
+    def _run(self):
+        from mpi4py import MPI
+        comm, tag = self._comm, 32767
+        while not self._stop:
+            self._active.wait()
+            while self._active.is_set() and not self._stop:
+                comm.Iprobe(source=MPI.ANY_SOURCE, tag=tag)
+                time.sleep(self._interval)
+
+    def start(self):
+        self._active.set()
+
+    def pause(self):
+        self._active.clear()
+
+    def close(self):
+        self._stop = True
+        self._active.set()
+
+
+def _progress_thread(group):
+    """The progress thread of DDP (CGRAD_DDP_PROGRESS=0 turns it off), or None."""
+    if os.environ.get("CGRAD_DDP_PROGRESS", "1") == "0" or group.size() == 1:
+        return None
+    from mpi4py import MPI
+    if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+        return None
+    return _Progress(group._comm, float(os.environ.get("CGRAD_DDP_PROGRESS_INTERVAL", "1e-4")))
 
 
 class _Bucket:
@@ -212,7 +263,11 @@ class DistributedDataParallel(Module):
         self._unused = set()
         self._used_work = None
         self._used_map = None
-        self.comm_wait_seconds = 0.0      # time the last reduction spent waiting at the end
+        # what the last backward waited at its end for the reductions (not hidden by it)
+        self.comm_wait_seconds = 0.0
+        object.__setattr__(self, "_progress_thread", _progress_thread(group))
+        if self._progress_thread is not None:
+            weakref.finalize(self, self._progress_thread.close)
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook(i))
                        for i, p in enumerate(params)]
 
@@ -260,6 +315,8 @@ class DistributedDataParallel(Module):
                 self._buckets[self._next_bucket].pending == 0:
             self._buckets[self._next_bucket].launch(self.process_group, self._unused)
             self._next_bucket += 1
+            if self._progress_thread is not None:
+                self._progress_thread.start()
         if self._next_bucket == len(self._buckets):
             self._finalize()
 
@@ -272,13 +329,18 @@ class DistributedDataParallel(Module):
 
     def _finalize(self):
         t0 = time.perf_counter()
-        global_unused = set()
+        for b in self._buckets:
+            b.work.wait()
         if self._used_work is not None:
             self._used_work.wait()
+        self.comm_wait_seconds = time.perf_counter() - t0
+        if self._progress_thread is not None:
+            self._progress_thread.pause()
+        global_unused = set()
+        if self._used_work is not None:
             global_unused = {i for i, c in enumerate(self._used_map) if c == 0}
         for b in self._buckets:
             b.finish(self._world, global_unused)
-        self.comm_wait_seconds = time.perf_counter() - t0
         for b in self._buckets:
             b.reset()
         self._prepared = False
