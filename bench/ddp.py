@@ -22,10 +22,12 @@ rounds of each job's median; rank 0's clock, the ranks are in lock step):
   the progress thread's too); ``plain``: the same step of the bare module
   without DDP in the same job (what one rank costs without communication);
 * ``comm``: a blocking ``MPI_Allreduce`` of the gradients' buckets, one after the other, on
-  their own (the communication a step needs when nothing overlaps it);
+  their own; ``comm nb``: the same with the non-blocking ``MPI_Iallreduce`` DDP uses,
+  waited at once (the communication a DDP step costs when nothing overlaps it: Open MPI
+  runs the two with different algorithms);
 * ``exposed``: what DDP waited at the end of backward for its non-blocking all-reduces
   (``DistributedDataParallel.comm_wait_seconds``): the communication not hidden;
-* ``overlap`` = 1 - exposed / comm (share of the communication hidden behind backward);
+* ``overlap`` = 1 - exposed / comm nb (share of the communication hidden behind backward);
 * ``efficiency`` = step(1 rank) / step(N ranks) (1.0 = perfect weak scaling);
 * the same step, exposed time and overlap of a second DDP without its progress thread
   (``CGRAD_DDP_PROGRESS=0``: the all-reduces advance only inside MPI calls).
@@ -133,6 +135,10 @@ def _worker(args):
         for f in flats:
             comm.Allreduce(MPI.IN_PLACE, f, op=MPI.SUM)
 
+    def comm_nb():
+        for f in flats:
+            comm.Iallreduce(MPI.IN_PLACE, f, op=MPI.SUM).Wait()
+
     cpu = {}
 
     def timed(fn, key=None):
@@ -144,13 +150,14 @@ def _worker(args):
             cpu.setdefault(key, []).append(time.process_time() - c0)
         return t
 
-    res = {"step": [], "plain": [], "comm": [], "exposed": [], "torch_step": [],
+    res = {"step": [], "plain": [], "comm": [], "comm_nb": [], "exposed": [], "torch_step": [],
            "step_np": [], "exposed_np": []}
     for _ in range(2):                      # warm-up
         cg_step(ddp, opt_ddp)
         cg_step(ddp_np, opt_np)
         cg_step(plain, opt_plain)
         comm_only()
+        comm_nb()
         if torch is not None:
             t_step()
     block = 5
@@ -165,6 +172,7 @@ def _worker(args):
             res["plain"].append(timed(lambda: cg_step(plain, opt_plain), "plain_cpu"))
         for _ in range(block):
             res["comm"].append(timed(comm_only))
+            res["comm_nb"].append(timed(comm_nb))
         if torch is not None:
             for _ in range(block):
                 res["torch_step"].append(timed(t_step))
@@ -239,17 +247,19 @@ def main(argv=None):
           f"{len(first['buckets'])} buckets; medians of {args.rounds} rounds x "
           f"{args.steps} steps; load average {os.getloadavg()[0]:.2f}")
     has_torch = "torch_step" in med[1]
-    head = ("| ranks | step ms | plain ms | comm ms | exposed ms | overlap | efficiency |"
+    head = ("| ranks | step ms | plain ms | comm ms | comm nb ms | exposed ms | overlap |"
+            " efficiency |"
             " no progress thread: step ms | exposed ms | overlap |")
     head += " torch DDP step ms | cgrad / torch |" if has_torch else ""
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for n in (1, 2):
         m = med[n]
-        overlap = 1 - m["exposed"] / m["comm"] if n > 1 and m["comm"] > 0 else float("nan")
-        row = (f"| {n} | {_ms(m['step'])} | {_ms(m['plain'])} | {_ms(m['comm'])} | "
+        nb = m["comm_nb"]
+        overlap = 1 - m["exposed"] / nb if n > 1 and nb > 0 else float("nan")
+        row = (f"| {n} | {_ms(m['step'])} | {_ms(m['plain'])} | {_ms(m['comm'])} | {_ms(nb)} | "
                f"{_ms(m['exposed'])} | {overlap:.2f} | {med[1]['step'] / m['step']:.2f} |")
-        ov_np = 1 - m["exposed_np"] / m["comm"] if n > 1 and m["comm"] > 0 else float("nan")
+        ov_np = 1 - m["exposed_np"] / nb if n > 1 and nb > 0 else float("nan")
         row += f" {_ms(m['step_np'])} | {_ms(m['exposed_np'])} | {ov_np:.2f} |"
         if has_torch:
             row += f" {_ms(m['torch_step'])} | {m['step'] / m['torch_step']:.2f} |"
