@@ -279,7 +279,7 @@ def _to_group_rank(g, rank, group_rank, what):
 def _check_tensor(t, name="tensor"):
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
-                        f"torch.Tensor but got {type(t)} instead.")
+                        f"cgrad.Tensor but got {type(t)} instead.")
     if t.is_sparse:
         raise RuntimeError(f"cgrad.distributed: {name} must be a dense (strided) tensor")
     return t
