@@ -73,3 +73,13 @@ def test_example_runs_under_mpirun():
     res = _mpirun(2, os.path.join(ROOT, "examples", "ddp_train.py"), "--epochs", "2")
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     assert "final loss" in res.stdout
+
+
+def test_a_collective_past_the_timeout_raises_and_ends_the_job():
+    try:
+        res = _mpirun(2, "timeout.py", timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the job hung past init_process_group's timeout")
+    assert res.returncode != 0
+    assert "did not complete within the timeout (0:00:01)" in res.stderr, res.stderr[-3000:]
+    assert "finished the all_reduce" not in res.stdout

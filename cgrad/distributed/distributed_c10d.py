@@ -28,6 +28,7 @@ import datetime
 import enum
 import pickle
 import sys
+import time
 
 import numpy as np
 
@@ -157,9 +158,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     """Join the default process group: every process of the ``mpirun`` job.
 
     ``backend`` is ``"mpi"`` (or None). ``world_size`` and ``rank``, when given, must agree
-    with MPI's. ``timeout`` (a ``datetime.timedelta``) is kept for :func:`barrier`'s default
-    and reported; MPI itself has no timeout on collectives. Installs a ``sys.excepthook``
-    that aborts the job when an exception reaches the top level of a rank, so the other
+    with MPI's. MPI itself has no timeout on collectives; with ``timeout`` (a
+    ``datetime.timedelta``) every wait on a collective or point-to-point operation (also
+    with ``async_op=False``) polls, and raises RuntimeError once the timeout has passed
+    (uncaught, that aborts the job). Installs a ``sys.excepthook`` that aborts the job when
+    an exception reaches the top level of a rank, so that the other
     ranks do not wait for ever (Note [Collectives on MPI]).
     """
     if backend is not None:
@@ -338,11 +341,29 @@ class Work:
                 self._finish()
 
     def wait(self, timeout=None) -> bool:
-        """Block until the operation is complete; returns True."""
+        """Block until the operation is complete; returns True. With a timeout (a
+        ``timedelta``; default: the ``timeout`` given to :func:`init_process_group`, else
+        none) raise RuntimeError when it has not completed in time."""
         if not self._done:
-            _mpi().Request.Waitall(self._requests)
+            if timeout is None:
+                timeout = _state["timeout"]
+            if timeout is None:
+                _mpi().Request.Waitall(self._requests)
+            else:
+                self._wait_until(time.monotonic() + timeout.total_seconds(), timeout)
             self._complete()
         return True
+
+    def _wait_until(self, deadline, timeout):
+        Testall = _mpi().Request.Testall
+        pause = 1e-5
+        while not Testall(self._requests):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cgrad.distributed: a collective did not complete within "
+                                   f"the timeout ({timeout}); another rank may have failed "
+                                   f"or not called it")
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
 
     def is_completed(self) -> bool:
         """Whether the operation has completed (testing MPI without blocking)."""
@@ -614,7 +635,11 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     """Wait until every rank of the group has reached the barrier."""
     g = _group(group)
-    return _run([g._comm.Ibarrier()], None, async_op)
+    w = Work([g._comm.Ibarrier()])
+    if async_op:
+        return w
+    w.wait(timeout)
+    return None
 
 
 def all_gather_object(object_list, obj, group=None):

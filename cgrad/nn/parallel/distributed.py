@@ -178,6 +178,11 @@ class _Bucket:
             g = p.grad
             if g is None or i in unused:
                 parts.append(np.zeros(p._data.size, p._data.dtype))
+            elif g.is_sparse:
+                raise RuntimeError(
+                    f"DistributedDataParallel: parameter {i} received a sparse gradient, but "
+                    f"only the weights of Embedding/EmbeddingBag(sparse=True) are reduced as "
+                    f"sparse (all-gathered); the others are all-reduced dense")
             else:
                 parts.append(g._data.reshape(-1))
         self.flat = np.concatenate(parts)
