@@ -178,3 +178,22 @@ def test_sampler_with_dataloader():
         loader = cgrad.utils.data.DataLoader(data, batch_size=2, sampler=s)
         parts.append(np.concatenate([b[0].numpy() for b in loader]))
     assert [p.tolist() for p in parts] == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+
+
+@pytest.mark.parametrize("limits", [[1 << 20, 25 << 20], [64, 1000], [1, 1], [10 ** 9]])
+def test_bucket_assignment_as_torch(limits):
+    torch = pytest.importorskip("torch")
+    tdist = pytest.importorskip("torch.distributed")
+    from cgrad.nn.parallel.distributed import _assign_buckets
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        k = int(rng.integers(1, 12))
+        sizes = rng.integers(1, 300, k)
+        dts = [(torch.float64, "<f8"), (torch.float32, "<f4")]
+        pick = rng.integers(0, 2, k)
+        sparse = [bool(x) for x in rng.random(k) < 0.15]
+        ts = [torch.zeros(int(n), dtype=dts[d][0]) for n, d in zip(sizes, pick)]
+        theirs, _ = tdist._compute_bucket_assignment_by_size(ts, limits, sparse)
+        ours = _assign_buckets([t.numel() * t.element_size() for t in ts],
+                               [dts[d][1] for d in pick], sparse, limits)
+        assert ours == [list(b) for b in theirs]

@@ -45,8 +45,9 @@ def close(a, b, tol=1e-12):
 ref = train(mlp(0), X, Y)
 for cap in (None, 0.0005):          # default buckets; about one parameter a bucket
     ddp = DDP(mlp(r), bucket_cap_mb=cap)
-    if cap is not None:
-        assert len(ddp.bucket_sizes()) > 2, ddp.bucket_sizes()
+    # reverse order of registration, cut at bucket_cap_mb (torch's first bucket: 1 MiB)
+    want = [[5, 4, 3, 2, 1, 0]] if cap is None else [[5, 4, 3], [2], [1, 0]]
+    assert ddp.bucket_sizes() == want, ddp.bucket_sizes()
     train(ddp, X[:, mine], Y[:, mine])
     for p, q in zip(ddp.module.parameters(), ref.parameters()):
         close(p, q)

@@ -6,7 +6,10 @@ As torch's reducer: at construction the parameters (and buffers) of rank 0 are b
 every rank, and the parameters that require grad are cut into buckets in the reverse order
 of registration (roughly the order backward produces their gradients), one dtype per
 bucket, the first bucket capped at 1 MiB and the others at ``bucket_cap_mb`` (25 MiB by
-default). The parameters of an ``Embedding``/``EmbeddingBag`` with ``sparse=True`` have a
+default), by torch's ``_compute_bucket_assignment_by_size`` (``_assign_buckets``). These
+are the buckets torch rebuilds after its first iteration when the gradients come in reverse
+registration order; torch also starts with one bucket for the first iteration and then
+rebuilds from the order it saw, which cgrad does not (the buckets stay as built). The parameters of an ``Embedding``/``EmbeddingBag`` with ``sparse=True`` have a
 bucket each: their sparse gradients are all-gathered (indices and values), not densified.
 
 Each parameter has a post-accumulate-grad hook (``Tensor.register_post_accumulate_grad_hook``)
@@ -277,26 +280,14 @@ class DistributedDataParallel(Module):
                        for i, p in enumerate(params)]
 
     def _make_buckets(self, params, sparse_ids):
-        buckets, open_by_dtype = [], {}
-        limit_first = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
-        for i in reversed(range(len(params))):
-            p = params[i]
-            if id(p) in sparse_ids:
-                buckets.append(_Bucket(len(buckets), [(i, p)], True))
-                continue
-            key = p._data.dtype.str
-            cur = open_by_dtype.get(key)
-            if cur is None:
-                cur = open_by_dtype[key] = [[], 0]
-            cur[0].append((i, p))
-            cur[1] += p._data.nbytes
-            limit = limit_first if not buckets else self.bucket_bytes_cap
-            if cur[1] >= limit:
-                buckets.append(_Bucket(len(buckets), cur[0], False))
-                del open_by_dtype[key]
-        for key in open_by_dtype:
-            buckets.append(_Bucket(len(buckets), open_by_dtype[key][0], False))
-        return buckets
+        order = list(reversed(range(len(params))))
+        groups = _assign_buckets([params[i]._data.nbytes for i in order],
+                                 [params[i]._data.dtype.str for i in order],
+                                 [id(params[i]) in sparse_ids for i in order],
+                                 [min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap),
+                                  self.bucket_bytes_cap])
+        return [_Bucket(k, [(order[j], params[order[j]]) for j in g], id(params[order[g[0]]])
+                        in sparse_ids) for k, g in enumerate(groups)]
 
     # -- the reducer -------------------------------------------------------------------
     def _hook(self, i):
@@ -415,6 +406,29 @@ class DistributedDataParallel(Module):
         """The parameters (their indices in ``module.parameters()`` order) of each bucket,
         in the order the buckets are reduced."""
         return [[i for i, _ in b.params] for b in self._buckets]
+
+
+def _assign_buckets(nbytes, dtypes, sparse, limits):
+    """torch's ``_compute_bucket_assignment_by_size``: the tensors (positions in the given
+    order) cut into buckets of one dtype, each closed when it reaches its limit (the first
+    bucket of a dtype limits[0], later ones the next limits, the last repeating); a sparse
+    tensor alone; buckets ordered by their first tensor."""
+    out, open_, limit_of = [], {}, {}
+    for i, (n, dt, sp) in enumerate(zip(nbytes, dtypes, sparse)):
+        if sp:
+            out.append([i])
+            continue
+        b = open_.setdefault(dt, [[], 0])
+        b[0].append(i)
+        b[1] += n
+        k = limit_of.setdefault(dt, 0)
+        if b[1] >= limits[k]:
+            out.append(b[0])
+            del open_[dt]
+            limit_of[dt] = min(k + 1, len(limits) - 1)
+    out.extend(b[0] for b in open_.values() if b[0])
+    out.sort(key=min)
+    return out
 
 
 def _reached_leaves(output):
