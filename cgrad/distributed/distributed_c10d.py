@@ -262,13 +262,20 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     return ProcessGroup(comm, ranks)
 
 
-def _to_group_rank(g, rank, group_rank, what):
+def _to_group_rank(g, rank, group_rank, what, default=None):
+    """The group rank of a peer given as a global rank or a group rank (torch's rules: not
+    both; neither is an error unless the operation has a default, rank 0)."""
     if group_rank is not None:
         if rank is not None:
-            raise ValueError(f"Can not specify both {what} and group_{what}")
-        return int(group_rank)
+            raise ValueError("Can't specify both group_rank and global_rank")
+        group_rank = int(group_rank)
+        if not 0 <= group_rank < g.size():
+            raise ValueError(f"Group rank {group_rank} is not part of group {g}")
+        return group_rank
     if rank is None:
-        return 0
+        if default is None:
+            raise ValueError("Must specify global_rank or group_rank")
+        rank = default
     rank = int(rank)
     if rank not in g._ranks:
         raise ValueError(f"Global rank {rank} is not part of group {g}")
@@ -535,7 +542,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     list."""
     _check_tensor(tensor)
     g = _group(group)
-    root = _to_group_rank(g, dst, group_dst, "dst")
+    root = _to_group_rank(g, dst, group_dst, "dst", default=0)
     send = np.ascontiguousarray(tensor._data)
     if g.rank() == root:
         if not isinstance(gather_list, (list, tuple)) or len(gather_list) != g.size():
@@ -560,7 +567,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     """Rank i's ``tensor`` gets rank ``src``'s ``scatter_list[i]``."""
     _check_tensor(tensor)
     g = _group(group)
-    root = _to_group_rank(g, src, group_src, "src")
+    root = _to_group_rank(g, src, group_src, "src", default=0)
     buf, dest = _buf(tensor)
     if g.rank() == root:
         if not isinstance(scatter_list, (list, tuple)) or len(scatter_list) != g.size():
@@ -598,8 +605,6 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 
 
 def _peer(g, rank, group_rank, what):
-    if rank is None and group_rank is None:
-        raise ValueError(f"{what} must be given")
     return _to_group_rank(g, rank, group_rank, what)
 
 
@@ -656,7 +661,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     """Replace the entries of ``object_list`` on every rank with rank ``src``'s (the lists
     must have the same length)."""
     g = _group(group)
-    root = _to_group_rank(g, src, group_src, "src")
+    root = _to_group_rank(g, src, group_src, "src", default=0)
     got = g._comm.bcast(pickle.dumps(list(object_list)) if g.rank() == root else None,
                         root=root)
     objs = pickle.loads(got)

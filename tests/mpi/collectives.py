@@ -144,6 +144,16 @@ if r in evens:
 else:
     assert g is dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(g) == -1
 
+# peers: neither a global nor a group rank, or both, is an error (torch's messages)
+for bad in ({}, {"src": 0, "group_src": 0}):
+    try:
+        dist.broadcast(t(value(r)), **bad)
+    except ValueError as e:
+        assert str(e) in ("Must specify global_rank or group_rank",
+                          "Can't specify both group_rank and global_rank"), e
+    else:
+        raise AssertionError(f"no error for {bad}")
+
 dist.barrier()
 w = dist.barrier(async_op=True)
 w.wait()
