@@ -70,6 +70,17 @@ def test_reduce_op_names_and_values_as_torch():
         assert getattr(dist.ReduceOp, name).name == name
 
 
+def test_importing_starts_no_mpi():
+    # a fresh interpreter: importing cgrad and asking whether MPI is there starts no MPI
+    code = ("import sys, cgrad, cgrad.distributed as dist\n"
+            "dist.is_mpi_available()\n"
+            "assert 'mpi4py.MPI' not in sys.modules\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+
+
 def test_uninitialised_errors_as_torch():
     tdist = pytest.importorskip("torch.distributed")
     for f in (dist.get_rank, dist.get_world_size, dist.barrier):

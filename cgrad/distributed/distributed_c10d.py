@@ -63,9 +63,10 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
-    """Whether mpi4py (and so the ``"mpi"`` backend) can be imported."""
+    """Whether mpi4py (and so the ``"mpi"`` backend) is installed. Only the package is
+    imported: ``mpi4py.MPI``, which starts MPI, is left for :func:`init_process_group`."""
     try:
-        _mpi()
+        import mpi4py  # noqa: F401
     except ImportError:
         return False
     return True
