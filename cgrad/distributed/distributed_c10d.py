@@ -20,7 +20,11 @@ torch.
 
 A rank that raises while the others wait in a collective would leave the job hanging:
 :func:`init_process_group` installs a ``sys.excepthook`` that prints the traceback and calls
-``MPI.COMM_WORLD.Abort(1)``, so ``mpirun`` ends every rank and exits non-zero.
+``MPI.COMM_WORLD.Abort(1)``, so ``mpirun`` ends every rank and exits non-zero. A rank that
+hangs or never calls the collective is caught only with ``init_process_group(timeout=)``:
+every wait then polls (``Testall``, backing off from 10 us to 1 ms) and raises RuntimeError
+past the timeout, which the excepthook turns into an abort. Code that catches exceptions
+itself must call ``MPI.COMM_WORLD.Abort`` when it gives up, or the other ranks wait.
 """
 from __future__ import annotations
 
