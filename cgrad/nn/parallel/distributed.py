@@ -223,7 +223,11 @@ class DistributedDataParallel(Module):
     and backward averages the gradients over the ranks (Note [DDP buckets and hooks]).
 
     Call it as the module; ``.module`` is the wrapped module and ``state_dict()`` keys carry
-    the ``module.`` prefix, as torch's. ``device_ids``/``output_device`` must be None (CPU).
+    the ``module.`` prefix, as torch's. ``device_ids``/``output_device`` must be None (CPU);
+    ``dim``, ``check_reduction``, ``gradient_as_bucket_view`` and ``static_graph`` are
+    accepted and change nothing (the gradients are copied out of the buckets; the buckets
+    are never rebuilt). ``comm_wait_seconds``: what the last backward waited at its end for
+    its reductions, the communication backward did not hide.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
