@@ -77,6 +77,7 @@ from cgrad._threads import (get_num_interop_threads, get_num_threads,  # noqa: E
                             set_num_interop_threads, set_num_threads)
 from cgrad.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+from cgrad import distributed  # noqa: E402  # torch.distributed's API on MPI
 from cgrad import nn  # noqa: E402
 from cgrad import optim  # noqa: E402
 from cgrad.serialization import load, save  # noqa: E402

@@ -3,6 +3,7 @@ from cgrad import accelerator as accelerator
 from cgrad import autograd as autograd
 from cgrad import backends as backends
 from cgrad import cuda as cuda
+from cgrad import distributed as distributed
 from cgrad import functional as functional
 from cgrad import linalg as linalg
 from cgrad import nn as nn
