@@ -125,14 +125,17 @@ def _fwd(X, Wt, stride, padding, dilation, groups):
     return out.reshape(X.shape[0], O, Ho, Wo), cols
 
 
-def _grad_x(G, Wt, xshape, stride, padding, dilation, groups):
+def _grad_x(G, Wt, xshape, stride, padding, dilation, groups, gbl=None):
+    """gbl: _g_bl(G) when the caller has it (the weight's gradient needs it too)."""
     O, Cg, kh, kw = Wt.shape
     N, C = xshape[:2]
     Ho, Wo = G.shape[2:]
     if _batch_last(N, Wo, groups) and Ho > 0 and Wo > 0:          # Note [Batch-last ...]
         H, W = xshape[2:]
         (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-        d = np.matmul(Wt.reshape(O, -1).T, _g_bl(G)).reshape(C, kh, kw, Ho, Wo, N)
+        if gbl is None:
+            gbl = _g_bl(G)
+        d = np.matmul(Wt.reshape(O, -1).T, gbl).reshape(C, kh, kw, Ho, Wo, N)
         dx = np.zeros((C, H + 2 * ph, W + 2 * pw, N), dtype=d.dtype)
         for i in range(kh):
             for j in range(kw):
@@ -181,13 +184,13 @@ def _col2im_strided(dcols, xshape, stride, padding, dilation):
     return dx[:, :, ph: ph + H, pw: pw + W]
 
 
-def _grad_w(X, G, wshape, stride, padding, dilation, groups, cols=None):
+def _grad_w(X, G, wshape, stride, padding, dilation, groups, cols=None, gbl=None):
     O, _, kh, kw = wshape
     N = X.shape[0]
     if _batch_last(N, G.shape[3], groups) and G.shape[2] > 0 and G.shape[3] > 0:
         if cols is None or cols.ndim != 2:                          # Note [Batch-last ...]
             cols = _cols_bl(X, kh, kw, stride, padding, dilation)
-        return np.matmul(_g_bl(G), cols.T).reshape(wshape)
+        return np.matmul(_g_bl(G) if gbl is None else gbl, cols.T).reshape(wshape)
     if cols is not None and cols.ndim != 4:
         cols = None
     if cols is None:
@@ -233,9 +236,15 @@ class _Conv(Function):
         x, w, cols = ctx.saved_tensors
         nx, nw, nb = ctx.needs_input_grad[:3]
         p, xshape, wshape = ctx._aux
-        gx = _ConvGradX.apply(g, w, xshape, p) if nx else None
+        gbl = None
+        if nx and nw:
+            # both gradients read g in the batch-last layout: transpose it once
+            G = _as2d(g._data, p[4])
+            if _batch_last(G.shape[0], G.shape[3], p[3]) and G.shape[2] > 0 and G.shape[3] > 0:
+                gbl = _g_bl(G)
+        gx = _ConvGradX.apply(g, w, xshape, p, gbl) if nx else None
         if nw:
-            gw = _ConvGradW.apply(x, g, wshape, p, None if cols is None else cols._data)
+            gw = _ConvGradW.apply(x, g, wshape, p, None if cols is None else cols._data, gbl)
         else:
             gw = None
         gb = g.sum((0, 2) if p[4] else (0, 2, 3)) if nb else None
@@ -247,11 +256,11 @@ class _ConvGradX(Function):
     _node_name = "ConvolutionBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, g, w, xshape, params):
+    def forward(ctx, g, w, xshape, params, gbl=None):
         stride, padding, dilation, groups, one_d = params
         Wt = _as2d(w._data, one_d)
         xs = tuple(xshape[:2]) + ((1,) if one_d else ()) + tuple(xshape[2:])
-        out = _grad_x(_as2d(g._data, one_d), Wt, xs, stride, padding, dilation, groups)
+        out = _grad_x(_as2d(g._data, one_d), Wt, xs, stride, padding, dilation, groups, gbl)
         if ctx is not None:
             ctx.save_for_backward(g, w)
             ctx._aux = params
@@ -264,7 +273,7 @@ class _ConvGradX(Function):
         p = ctx._aux
         dg = _Conv.apply(ggx, w, None, p) if ng else None
         dw = _ConvGradW.apply(ggx, g, tuple(w.shape), p) if nw else None
-        return dg, dw, None, None
+        return dg, dw, None, None, None
 
 
 class _ConvGradW(Function):
@@ -272,11 +281,11 @@ class _ConvGradW(Function):
     _node_name = "ConvolutionBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, x, g, wshape, params, cols=None):
+    def forward(ctx, x, g, wshape, params, cols=None, gbl=None):
         stride, padding, dilation, groups, one_d = params
         ws = tuple(wshape[:2]) + ((1,) if one_d else ()) + tuple(wshape[2:])
         out = _grad_w(_as2d(x._data, one_d), _as2d(g._data, one_d), ws, stride, padding,
-                      dilation, groups, cols)
+                      dilation, groups, cols, gbl)
         if ctx is not None:
             ctx.save_for_backward(x, g)
             ctx._aux = params
@@ -289,7 +298,7 @@ class _ConvGradW(Function):
         p = ctx._aux
         dx = _ConvGradX.apply(g, ggw, tuple(x.shape), p) if nx else None
         dg = _Conv.apply(x, ggw, None, p) if ng else None
-        return dx, dg, None, None, None
+        return dx, dg, None, None, None, None
 
 
 # -- argument handling -----------------------------------------------------------------------
