@@ -424,6 +424,15 @@ def test_gpt(dtype, bias):
     _close(c["norm"], t["norm"], dtype)
     for (k, a), (k2, b) in zip(cm.state_dict().items(), tm.state_dict().items()):
         assert k == k2
+        if k.endswith("c_attn.bias") and dtype == "float32":
+            # softmax ignores the key bias, so its gradient is zero in exact arithmetic: on
+            # both sides it is float32 rounding noise (1e-9), which AdamW divides by about
+            # eps, moving the key bias by noise of 1e-5 either way; compare it at that size
+            d = CFG["d"]
+            a, b = _np(a), _np(b)
+            _close(np.delete(a, np.s_[d:2 * d]), np.delete(b, np.s_[d:2 * d]), dtype)
+            np.testing.assert_allclose(a[d:2 * d], b[d:2 * d], atol=1e-4)
+            continue
         _close(a, b, dtype)
     assert c["greedy"] == t["greedy"]
     _close(c["last_logits"], t["last_logits"], dtype)
