@@ -7,7 +7,7 @@ the values of a sparse matrix in ``A @ B``; cgrad.sparse falls back to chunked N
 this module is missing or ``CGRAD_NO_SPARSE_EXT=1``.
 """
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 
 import numpy as np
 
@@ -23,6 +23,10 @@ cdef extern from "cg_sparse.h" nogil:
                          const double *B, int64_t ldb, int64_t b_rows,
                          int64_t F, double *out, int nthreads)
     int cg_sparse_has_threads()
+    int64_t cg_csr_build_i32(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                             int64_t m, int32_t *indptr, int64_t *perm, int32_t *ind)
+    int64_t cg_csr_build_i64(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                             int64_t m, int64_t *indptr, int64_t *perm, int64_t *ind)
 
 
 HAS_THREADS = bool(cg_sparse_has_threads())
@@ -109,3 +113,45 @@ def sddmm(row, col, G, B, out=None, int nthreads=1):
             f"sddmm: entry {bad} has index ({r[bad]}, {c[bad]}) out of range for G with "
             f"{g_rows} rows and B with {b_rows} rows")
     return o
+
+
+def csr_build(row, col, int64_t n, int64_t m, bint wide=False):
+    """CSR arrays of the 2-D pattern (row, col) of shape (n, m) by a stable counting sort on
+    the rows: returns (perm or None, ind, indptr, cols_sorted).
+
+    row, col: 1-D int64 arrays of equal length. ind and indptr are int64 when ``wide`` else
+    int32 (then n, m and nnz must be below 2**31). perm (int64) is None when the rows are
+    already non-decreasing (CSR order is entry order). cols_sorted: every row's columns are
+    non-decreasing in CSR order (the result is then that of a stable sort on (row, col)).
+    Raises IndexError for an index out of range, MemoryError.
+    """
+    cdef cnp.ndarray r = _index_array(row, "row")
+    cdef cnp.ndarray c = _index_array(col, "col")
+    cdef int64_t nnz = r.shape[0], res
+    if c.shape[0] != nnz:
+        raise ValueError(f"csr_build: row and col have different lengths ({nnz} and {c.shape[0]})")
+    if n < 0 or m < 0:
+        raise ValueError("csr_build: negative shape")
+    if not wide and (n >= 2 ** 31 or m >= 2 ** 31 or nnz >= 2 ** 31):
+        raise ValueError("csr_build: too large for int32 indices")
+    itype = np.int64 if wide else np.int32
+    cdef cnp.ndarray indptr = <cnp.ndarray>np.empty(n + 1, dtype=itype)
+    cdef cnp.ndarray ind = <cnp.ndarray>np.empty(nnz, dtype=itype)
+    # pages of perm are only touched (committed) when the rows need sorting
+    cdef cnp.ndarray perm = <cnp.ndarray>np.empty(nnz, dtype=np.int64)
+    cdef const int64_t *rp = <const int64_t *>cnp.PyArray_DATA(r)
+    cdef const int64_t *cp = <const int64_t *>cnp.PyArray_DATA(c)
+    cdef void *ipp = cnp.PyArray_DATA(indptr)
+    cdef void *indp = cnp.PyArray_DATA(ind)
+    cdef int64_t *pp = <int64_t *>cnp.PyArray_DATA(perm)
+    if wide:
+        with nogil:
+            res = cg_csr_build_i64(rp, cp, nnz, n, m, <int64_t *>ipp, pp, <int64_t *>indp)
+    else:
+        with nogil:
+            res = cg_csr_build_i32(rp, cp, nnz, n, m, <int32_t *>ipp, pp, <int32_t *>indp)
+    if res == -1:
+        raise IndexError(f"csr_build: an index is out of range for shape ({n}, {m})")
+    if res == -2:
+        raise MemoryError("csr_build: out of memory")
+    return (None if res & 1 else perm), ind, indptr, bool(res & 2)

@@ -2,6 +2,8 @@
 #include "cg_sparse.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if !defined(_WIN32)
 #include <pthread.h>
@@ -198,3 +200,55 @@ int cg_sparse_has_threads(void)
 {
     return CG_HAVE_PTHREADS;
 }
+
+/* ---------------------------------------------------------------------------------------
+ * CSR structure by a stable counting sort over the rows (see cg_sparse.h). */
+
+#define CG_DEFINE_CSR(NAME, IT)                                                           \
+    int64_t NAME(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,          \
+                 int64_t m, IT *indptr, int64_t *perm, IT *ind)                           \
+    {                                                                                     \
+        int64_t k, i, rows_sorted = 1, cols_sorted = 1;                                   \
+        IT *pos;                                                                          \
+        for (i = 0; i <= n; i++)                                                          \
+            indptr[i] = 0;                                                                \
+        for (k = 0; k < nnz; k++) {                                                       \
+            int64_t r = row[k], c = col[k];                                               \
+            if (r < 0 || r >= n || c < 0 || c >= m)                                       \
+                return CG_CSR_BAD_INDEX;                                                  \
+            if (k && r < row[k - 1])                                                      \
+                rows_sorted = 0;                                                          \
+            indptr[r + 1]++;                                                              \
+        }                                                                                 \
+        for (i = 0; i < n; i++)                                                           \
+            indptr[i + 1] += indptr[i];                                                   \
+        if (rows_sorted) {                                                                \
+            for (k = 0; k < nnz; k++)                                                     \
+                ind[k] = (IT)col[k];                                                      \
+        }                                                                                 \
+        else {                                                                            \
+            pos = (IT *)malloc((size_t)(n > 0 ? n : 1) * sizeof(IT));                     \
+            if (pos == NULL)                                                              \
+                return CG_CSR_NO_MEMORY;                                                  \
+            memcpy(pos, indptr, (size_t)n * sizeof(IT));                                  \
+            for (k = 0; k < nnz; k++) {                                                   \
+                int64_t d = (int64_t)pos[row[k]]++;                                       \
+                perm[d] = k;                                                              \
+                ind[d] = (IT)col[k];                                                      \
+            }                                                                             \
+            free(pos);                                                                    \
+        }                                                                                 \
+        for (i = 0; i < n && cols_sorted; i++) {                                          \
+            int64_t jj;                                                                   \
+            for (jj = (int64_t)indptr[i] + 1; jj < (int64_t)indptr[i + 1]; jj++) {        \
+                if (ind[jj] < ind[jj - 1]) {                                              \
+                    cols_sorted = 0;                                                      \
+                    break;                                                                \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+        return (rows_sorted ? CG_CSR_ROWS_SORTED : 0) | (cols_sorted ? CG_CSR_COLS_SORTED : 0); \
+    }
+
+CG_DEFINE_CSR(cg_csr_build_i32, int32_t)
+CG_DEFINE_CSR(cg_csr_build_i64, int64_t)

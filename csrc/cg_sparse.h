@@ -36,6 +36,26 @@ int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
                      const double *B, int64_t ldb, int64_t b_rows,
                      int64_t F, double *out, int nthreads);
 
+/* CSR arrays of a 2-D COO pattern (row[k], col[k]) of shape (n, m), by a stable counting
+ * sort on the rows: O(nnz + n) time, one n-element scratch array.
+ *   indptr (n + 1): row starts; ind (nnz): the column of each entry in CSR order;
+ *   perm (nnz): perm[d] = the entry stored at CSR position d; written only when the rows
+ *   are not already non-decreasing (then CSR order is entry order and perm is untouched).
+ * Entries of one row keep their entry order (stable), so when every row's columns come out
+ * non-decreasing the result equals a stable sort on (row, col).
+ * Returns a combination of CG_CSR_ROWS_SORTED and CG_CSR_COLS_SORTED (>= 0), or
+ * CG_CSR_BAD_INDEX (an index outside [0, n) x [0, m); outputs undefined) or
+ * CG_CSR_NO_MEMORY. The int32 variant requires n, m, nnz < 2^31. */
+#define CG_CSR_ROWS_SORTED 1
+#define CG_CSR_COLS_SORTED 2
+#define CG_CSR_BAD_INDEX (-1)
+#define CG_CSR_NO_MEMORY (-2)
+
+int64_t cg_csr_build_i32(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                         int64_t m, int32_t *indptr, int64_t *perm, int32_t *ind);
+int64_t cg_csr_build_i64(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                         int64_t m, int64_t *indptr, int64_t *perm, int64_t *ind);
+
 /* 1 if this build can run more than one thread (POSIX threads available), else 0. */
 int cg_sparse_has_threads(void);
 

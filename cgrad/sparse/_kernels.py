@@ -61,6 +61,18 @@ def get_num_threads():
     return _threads.sparse_threads()
 
 
+def has_csr_build():
+    """True if the compiled counting-sort CSR builder is in use (see ``csr_build``)."""
+    return _use_ext
+
+
+def csr_build(row, col, n, m, wide):
+    """(perm or None, ind, indptr, cols_sorted): CSR arrays of the (n, m) pattern (row, col)
+    by a stable counting sort on the rows (cgrad._sparse.csr_build; the caller checked
+    ``has_csr_build()``). int64 ind/indptr when ``wide`` else int32."""
+    return _ext.csr_build(row, col, n, m, wide)
+
+
 def _rows(a):
     """a as a 2-D array whose rows are contiguous (a copy only when they are not)."""
     if a.ndim == 2 and (a.shape[1] <= 1 or a.strides[1] == a.itemsize):

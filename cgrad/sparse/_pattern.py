@@ -25,6 +25,8 @@ import weakref
 
 import numpy as np
 
+from cgrad.sparse import _kernels
+
 _I32_MAX = np.iinfo(np.int32).max
 
 # scipy.sparse and its compiled kernels are imported on first use, not by `import cgrad`:
@@ -139,6 +141,14 @@ class Pattern:
             row, col = self.idx
             big = max(n, m, self.nnz) > _I32_MAX
             itype = np.int64 if big else np.int32
+            if self.nnz > 1 and _kernels.has_csr_build():
+                # one stable counting sort on the rows in C (O(nnz + n)); its order is the
+                # (row, col) sort's when each row's columns come out sorted (always, for
+                # patterns built from row-major edge lists), else fall through to argsort
+                perm, ind, indptr, cols_sorted = _kernels.csr_build(row, col, n, m, big)
+                if perm is None or cols_sorted:
+                    self._csr = (perm, ind, indptr)
+                    return self._csr
             if self.nnz > 1 and not np.all(row[1:] >= row[:-1]):
                 perm = self._sorted()[0]
                 ind = col[perm]
