@@ -73,6 +73,18 @@ def csr_build(row, col, n, m, wide):
     return _ext.csr_build(row, col, n, m, wide)
 
 
+def csr_transpose(indptr, ind, perm, n, m):
+    """(tperm, tind, tindptr): the transpose of an (n, m) CSR structure (see
+    cgrad._sparse.csr_transpose)."""
+    return _ext.csr_transpose(indptr, ind, perm, n, m)
+
+
+def spmm_csr(indptr, ind, perm, vals, X, m):
+    """CSR matrix (values ``vals[perm]``) @ X with the sparse threads: bit for bit scipy's
+    csr_matvecs whatever the thread count (see cgrad._sparse.spmm_csr)."""
+    return _ext.spmm_csr(indptr, ind, perm, vals, X, m, _threads.sparse_threads())
+
+
 def _rows(a):
     """a as a 2-D array whose rows are contiguous (a copy only when they are not)."""
     if a.ndim == 2 and (a.shape[1] <= 1 or a.strides[1] == a.itemsize):
