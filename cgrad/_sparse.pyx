@@ -1,9 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
-"""cgrad._sparse: the compiled SDDMM kernel (csrc/cg_sparse.c) behind cgrad.sparse.
+"""cgrad._sparse: the compiled sparse kernels (csrc/cg_sparse.c) behind cgrad.sparse.
 
 ``sddmm(row, col, G, B, out=None, nthreads=1)`` computes ``out[k] = dot(G[row[k]], B[col[k]])``
-for every stored entry k, with the GIL released. Used by cgrad.sparse for the gradient of
-the values of a sparse matrix in ``A @ B``; cgrad.sparse falls back to chunked NumPy when
+for every stored entry k (the gradient of the values of a sparse matrix in ``A @ B``);
+``csr_build`` / ``csr_transpose`` build CSR structures by stable counting sorts;
+``spmm_csr`` multiplies a CSR matrix by a dense one, split over ``nthreads`` threads by output
+rows. All run their C loops with the GIL released (the arrays they read are held by the
+caller's references for the call's duration). cgrad.sparse falls back to NumPy/SciPy when
 this module is missing or ``CGRAD_NO_SPARSE_EXT=1``.
 """
 cimport numpy as cnp

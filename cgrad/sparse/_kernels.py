@@ -1,15 +1,25 @@
-"""SDDMM backends: the compiled kernel (cgrad._sparse) or chunked NumPy.
+"""Sparse kernels: SDDMM (compiled or chunked NumPy), and the compiled CSR builder, CSR
+transpose and SpMM behind ``Pattern.csr`` / ``Pattern.product``.
 
 ``sddmm(row, col, G, B)`` returns ``out[k] = dot(G[row[k]], B[col[k]])``: the gradient of
 the stored values of A in ``A @ B``. Both backends work in O(nnz * F) time; the NumPy one
 uses two gather buffers of ``CHUNK`` rows (about 4 MB at F = 64 in float64), never
 ``G[row]`` for all edges at once (0.5 GB per 1M x 64 edges).
 
-Backend choice: the compiled kernel when it is built, unless the environment variable
+``csr_build`` makes a pattern's CSR arrays by a stable counting sort on the rows (O(nnz + n),
+no sort of int64 keys); ``csr_transpose`` the CSR of the transpose in scipy's csc_matvecs
+order; ``spmm_csr`` the product, values gathered through the permutation inside the loop,
+bit for bit scipy's csr_matvecs (tests/test_sparse_kernels.py).
+
+Backend choice: the compiled kernels when they are built, unless the environment variable
 ``CGRAD_NO_SPARSE_EXT=1`` is set at import or ``use_extension(False)`` was called (tests run
-both). Threads: ``set_num_threads(n)`` (or ``cgrad.set_num_threads``, which also sets the
-BLAS: Note [Thread pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``,
-or ``CGRAD_SPARSE_THREADS``. The result never depends on the thread count.
+both; without them Pattern falls back to argsort + scipy's kernels). Threads:
+``set_num_threads(n)`` (or ``cgrad.set_num_threads``, which also sets the BLAS: Note [Thread
+pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``, or the environment
+variable ``CGRAD_SPARSE_THREADS``. SDDMM splits the entries, SpMM the output rows (ranges of
+about equal nnz, each thread owning whole rows, so every sum keeps its order); below about
+65,536 multiply-adds per thread one thread runs. The result never depends on the thread
+count. The segment sums and the GAT's other per-edge ops stay single-threaded NumPy.
 """
 from __future__ import annotations
 
