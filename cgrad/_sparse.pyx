@@ -26,6 +26,8 @@ cdef extern from "cg_sparse.h" nogil:
                          const double *B, int64_t ldb, int64_t b_rows,
                          int64_t F, double *out, int nthreads)
     int cg_sparse_has_threads()
+    int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
+                           int64_t H, int is_f64, double *acc, int64_t n, int nthreads)
     int64_t cg_csr_transpose_i32(int64_t n, int64_t m, const int32_t *indptr,
                                  const int32_t *ind, const int64_t *perm, int32_t *tindptr,
                                  int32_t *tperm, int32_t *tind)
@@ -285,3 +287,33 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
     with nogil:
         cg_spmm_csr(kind, n, F, ipd, ixd, permp, vd, xd, ldx, od, nthreads)
     return out.reshape(n) if one_d else out
+
+
+def segment_sum(ids, V, int64_t n, int nthreads=1):
+    """float64 (n,) or (n, H) sums ``out[s] = sum of V[k] over ids[k] == s``, k ascending
+    (np.bincount's order, bit for bit), for float32/float64 V of 1 or 2 dimensions; segments
+    split over ``nthreads`` threads. Raises IndexError for an id outside [0, n)."""
+    cdef cnp.ndarray ix = _plain(ids, np.int64, "ids")
+    cdef int64_t nnz = ix.shape[0]
+    if not (cnp.PyArray_Check(V) and V.ndim in (1, 2) and V.dtype in (np.float32, np.float64)):
+        raise TypeError("segment_sum: V must be a 1-D or 2-D float32/float64 ndarray")
+    if V.shape[0] != nnz:
+        raise ValueError("segment_sum: V must have one row per id")
+    if n < 0:
+        raise ValueError("segment_sum: negative number of segments")
+    one_d = V.ndim == 1
+    cdef cnp.ndarray v = _dense_rows(V.reshape(-1, 1) if one_d else V, "V", V.dtype)
+    cdef int64_t H = v.shape[1]
+    cdef int64_t ldv = v.strides[0] // v.itemsize if v.shape[0] > 1 else H
+    cdef int is_f64 = V.dtype == np.float64
+    cdef cnp.ndarray acc = <cnp.ndarray>np.zeros((n, H), dtype=np.float64)
+    cdef const int64_t *ip = <const int64_t *>cnp.PyArray_DATA(ix)
+    cdef const void *vp = cnp.PyArray_DATA(v)
+    cdef double *ap = <double *>cnp.PyArray_DATA(acc)
+    cdef int64_t bad
+    with nogil:
+        bad = cg_segment_sum(ip, nnz, vp, ldv, H, is_f64, ap, n, nthreads)
+    if bad >= 0:
+        raise IndexError(f"segment_sum: id {ix[bad]} at position {bad} is out of range "
+                         f"for {n} segments")
+    return acc.reshape(n) if one_d else acc

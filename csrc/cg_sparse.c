@@ -420,3 +420,106 @@ void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void 
 #endif
     spmm_run(&jobs[0]);
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Segment sums (see cg_sparse.h). */
+
+typedef struct {
+    const int64_t *ids;
+    int64_t nnz, n, ldv, H, s0, s1, bad;
+    const void *V;
+    double *acc;
+    int is_f64;
+} cg_segsum_job_t;
+
+static void segsum_run(cg_segsum_job_t *j)
+{
+    int64_t k, c;
+    const int64_t H = j->H, ldv = j->ldv, s0 = j->s0, s1 = j->s1;
+    j->bad = -1;
+    for (k = 0; k < j->nnz; k++) {
+        int64_t s = j->ids[k];
+        double *a;
+        if (s < 0 || s >= j->n) {
+            j->bad = k;
+            return;
+        }
+        if (s < s0 || s >= s1)          /* another thread's segment */
+            continue;
+        a = j->acc + s * H;
+        if (j->is_f64) {
+            const double *v = (const double *)j->V + k * ldv;
+            for (c = 0; c < H; c++)
+                a[c] += v[c];
+        }
+        else {
+            const float *v = (const float *)j->V + k * ldv;
+            for (c = 0; c < H; c++)
+                a[c] += (double)v[c];
+        }
+    }
+}
+
+#if CG_HAVE_PTHREADS
+static void *segsum_thread_main(void *arg)
+{
+    segsum_run((cg_segsum_job_t *)arg);
+    return NULL;
+}
+#endif
+
+int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
+                       int64_t H, int is_f64, double *acc, int64_t n, int nthreads)
+{
+    cg_segsum_job_t jobs[CG_MAX_THREADS];
+    int64_t bad = -1;
+    int t, nt = nthreads;
+
+    if (nnz <= 0 || H <= 0)
+        return -1;
+    if (nt > CG_MAX_THREADS)
+        nt = CG_MAX_THREADS;
+    if (!CG_HAVE_PTHREADS || nt < 2)
+        nt = 1;
+    if (nt > n)
+        nt = (int)n;
+    while (nt > 1 && nnz * H / nt < CG_MIN_WORK_PER_THREAD)
+        nt--;
+    for (t = 0; t < nt; t++) {
+        jobs[t].ids = ids;
+        jobs[t].nnz = nnz;
+        jobs[t].n = n;
+        jobs[t].ldv = ldv;
+        jobs[t].H = H;
+        jobs[t].s0 = n * t / nt;        /* each thread owns whole segments (output rows) */
+        jobs[t].s1 = n * (t + 1) / nt;
+        jobs[t].V = V;
+        jobs[t].acc = acc;
+        jobs[t].is_f64 = is_f64;
+        jobs[t].bad = -1;
+    }
+#if CG_HAVE_PTHREADS
+    if (nt > 1) {
+        pthread_t tids[CG_MAX_THREADS];
+        int started[CG_MAX_THREADS];
+        for (t = 1; t < nt; t++)
+            started[t] = pthread_create(&tids[t], NULL, segsum_thread_main, &jobs[t]) == 0;
+        segsum_run(&jobs[0]);
+        for (t = 1; t < nt; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                segsum_run(&jobs[t]);
+        }
+    }
+    else
+#endif
+    {
+        segsum_run(&jobs[0]);
+    }
+    for (t = 0; t < nt; t++) {
+        if (jobs[t].bad >= 0 && (bad < 0 || jobs[t].bad < bad))
+            bad = jobs[t].bad;
+    }
+    return bad;
+}

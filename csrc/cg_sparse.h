@@ -86,6 +86,14 @@ void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void 
                  const void *perm, const void *vals, const void *X, int64_t ldx, void *out,
                  int nthreads);
 
+/* acc[ids[k] * H + c] += V[k * ldv + c] for k in [0, nnz), c in [0, H), in float64
+ * (float32 values are widened), k ascending: np.bincount(ids, weights=V[:, c]) bit for bit.
+ * acc: n x H doubles, zeroed by the caller. nthreads > 1 splits the segments (each thread
+ * reads every id and sums the entries of the segments it owns, so every sum keeps its order). Returns -1, or the first k whose id
+ * lies outside [0, n) (acc then partly updated). */
+int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
+                       int64_t H, int is_f64, double *acc, int64_t n, int nthreads);
+
 /* 1 if this build can run more than one thread (POSIX threads available), else 0. */
 int cg_sparse_has_threads(void);
 

@@ -215,3 +215,48 @@ def test_spmm_csr_checks_shapes_and_types():
         _sparse.spmm_csr(indptr, ind, perm, vals.astype(np.int64), np.ones((2, 2)), 2)
     with pytest.raises(ValueError):
         _sparse.spmm_csr(indptr, ind, None, np.ones(3), np.ones((2, 2)), 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (50_000,), (50_000, 1), (50_000, 8),
+                                   (9000, 16), (300, 3), (20_000, 17), (0, 5)])
+def test_segment_sum_bitwise_equal_numpy(shape, dtype, threads):
+    """The compiled segment sum equals the NumPy path (bincount per column, or np.add.at)
+    bit for bit, with unsorted ids, empty segments and any thread count."""
+    from cgrad.sparse._pattern import segment_sum_np
+    rng = np.random.default_rng(shape[0])
+    v = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+    n = 1000
+    ids = rng.integers(0, n, shape[0])
+    ids[ids == 3] = 4                          # an empty segment
+    got = segment_sum_np(v, ids, n)
+    prev = _kernels.use_extension(False)
+    try:
+        ref = segment_sum_np(v, ids, n)
+    finally:
+        _kernels.use_extension(prev)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    assert np.array_equal(got, ref)
+    assert not got[3].any()
+    Vn = np.asfortranarray(v) if v.ndim == 2 else v[::-1]  # strided values
+    prev = _kernels.use_extension(False)
+    try:
+        ref2 = segment_sum_np(Vn, ids, n)
+    finally:
+        _kernels.use_extension(prev)
+    assert np.array_equal(segment_sum_np(Vn, ids, n), ref2)
+    if v.dtype == np.float32 and (v.ndim == 1 or v.shape[1] <= 16) or v.dtype == np.float64:
+        from cgrad import _sparse
+        acc = _sparse.segment_sum(ids, v, n, 1)
+        for t in (2, 3, 64):                   # the kernel's own segment split
+            assert np.array_equal(_sparse.segment_sum(ids, v, n, t), acc)
+
+
+def test_segment_sum_rejects_bad_ids():
+    from cgrad import _sparse
+    with pytest.raises(IndexError):
+        _sparse.segment_sum(np.array([0, 5]), np.ones(2), 5)
+    with pytest.raises(IndexError):
+        _sparse.segment_sum(np.array([-1, 0]), np.ones((2, 3), np.float32), 5)
+    with pytest.raises(TypeError):
+        _sparse.segment_sum(np.array([0, 1]), np.ones(2, np.int64), 5)

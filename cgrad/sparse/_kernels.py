@@ -19,7 +19,9 @@ pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``, or the 
 variable ``CGRAD_SPARSE_THREADS``. SDDMM splits the entries, SpMM the output rows (ranges of
 about equal nnz, each thread owning whole rows, so every sum keeps its order); below about
 65,536 multiply-adds per thread one thread runs. The result never depends on the thread
-count. The segment sums and the GAT's other per-edge ops stay single-threaded NumPy.
+count. Segment sums of float values (``segment_sum``: float64 accumulators, np.bincount's
+order) run on one thread: a second one was measured slower. The GAT's other per-edge ops
+stay single-threaded NumPy.
 """
 from __future__ import annotations
 
@@ -93,6 +95,17 @@ def spmm_csr(indptr, ind, perm, vals, X, m):
     """CSR matrix (values ``vals[perm]``) @ X with the sparse threads: bit for bit scipy's
     csr_matvecs whatever the thread count (see cgrad._sparse.spmm_csr)."""
     return _ext.spmm_csr(indptr, ind, perm, vals, X, m, _threads.sparse_threads())
+
+
+def segment_sum(ids, V, n):
+    """float64 segment sums of float32/float64 V (1-D or 2-D) in np.bincount's order, bit for
+    bit (one thread), or None when the compiled kernel is not in use."""
+    if not _use_ext:
+        return None
+    # one thread: the kernel can split the segments (tested), but on the 2-core machine a
+    # second thread was slower than one (memory bound: 13 ms vs 11 ms at 3.3M x 8, bench
+    # note in bench/README.md); it is 8x faster than the bincount per column either way
+    return _ext.segment_sum(ids, V, n, 1)
 
 
 def _rows(a):

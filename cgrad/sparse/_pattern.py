@@ -283,7 +283,13 @@ class Pattern:
 
 
 def segment_sum_np(vals, ids, n):
-    """out[s] = sum of vals[k] over ids[k] == s (NumPy; float sums accumulate in float64)."""
+    """out[s] = sum of vals[k] over ids[k] == s (float sums accumulate in float64, k
+    ascending: np.bincount's sums, from the compiled kernel when it is in use)."""
+    if vals.dtype.char in "fd" and (vals.ndim == 1 or (vals.ndim == 2 and (
+            vals.shape[1] <= 16 or vals.dtype.char == "d"))):   # the sums np.add.at/bincount do
+        acc = _kernels.segment_sum(ids, vals, n)
+        if acc is not None:
+            return acc.astype(vals.dtype, copy=False)
     if vals.ndim == 1 and vals.dtype.kind == "f":
         return np.bincount(ids, weights=vals, minlength=n).astype(vals.dtype, copy=False)
     out = np.zeros((n,) + vals.shape[1:], dtype=vals.dtype)
