@@ -56,9 +56,10 @@ class Graph:
     """The propagation structure of a graph, computed once.
 
     ``row``/``col``: int64 (E,) edge endpoints sorted by (row, col), self loops included
-    (row i aggregates over its neighbours col j). ``heads_index(H)``: the (2, E*H) index
-    tensor of the block-diagonal multi-head matrix, cached per H (the same tensor object
-    every epoch, so cgrad caches its CSR structure too).
+    (row i aggregates over its neighbours col j). ``heads_index(H)``: the structure of the
+    block-diagonal multi-head matrix, a ``cgrad.sparse.Pattern`` over its (2, E*H) indices,
+    cached per H: the Pattern owns the index array (no copy, bounds checked once) and caches
+    its CSR structure, so no epoch checks or copies E*H index pairs again.
     """
 
     def __init__(self, edge_index, num_nodes):
@@ -98,7 +99,8 @@ class Graph:
                 np.multiply(src[:, None], heads, out=dst)
                 dst += k
             big = big.reshape(2, -1)
-            idx = self._heads[heads] = cgrad.from_numpy(big)
+            nh = self.num_nodes * heads
+            idx = self._heads[heads] = sparse.Pattern(big, (nh, nh))   # takes over `big`
         return idx
 
 

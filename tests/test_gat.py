@@ -84,8 +84,10 @@ def test_graph_structure(gat):
     assert np.all(np.diff(lin) > 0)                          # sorted, unique
     assert set(zip(g.row[g.row == g.col], g.col[g.row == g.col])) == {(i, i) for i in range(N)}
     idx = g.heads_index(3)
-    assert idx is g.heads_index(3)                           # cached: one tensor object
-    big = idx.numpy()
+    assert idx is g.heads_index(3)                           # cached: one Pattern
+    assert isinstance(idx, cgrad.sparse.Pattern) and idx.shape == (3 * N, 3 * N)
+    big = idx.idx
+    assert not big.flags.writeable                           # owned by the Pattern
     assert big.shape == (2, 3 * g.num_edges)
     np.testing.assert_array_equal(big[0].reshape(-1, 3) // 3, np.repeat(g.row[:, None], 3, 1))
     np.testing.assert_array_equal(big[1].reshape(-1, 3) % 3,

@@ -260,3 +260,26 @@ def test_segment_sum_rejects_bad_ids():
         _sparse.segment_sum(np.array([-1, 0]), np.ones((2, 3), np.float32), 5)
     with pytest.raises(TypeError):
         _sparse.segment_sum(np.array([0, 1]), np.ones(2, np.int64), 5)
+
+
+def test_spmm_takes_a_pattern():
+    """cgrad.spmm(Pattern, values, shape, b): the same values and gradients as with an index
+    tensor; the Pattern owns its indices (read-only); a shape mismatch raises."""
+    import cgrad
+    rng = np.random.default_rng(4)
+    idx = np.stack([rng.integers(0, 30, 200), rng.integers(0, 20, 200)])
+    p = Pattern(idx.copy(), (30, 20))
+    assert not p.idx.flags.writeable
+    outs = []
+    for ind in (p, cgrad.from_numpy(idx)):
+        v = cgrad.tensor(rng.standard_normal(200) if not outs else vals0, requires_grad=True)
+        b = cgrad.tensor(np.arange(60.0).reshape(20, 3), requires_grad=True)
+        vals0 = v.detach().numpy().copy()
+        out = cgrad.spmm(ind, v, (30, 20), b)
+        (out * out).sum().backward()
+        outs.append((out.detach().numpy(), v.grad.numpy(), b.grad.numpy()))
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)
+    with pytest.raises(RuntimeError, match="does not match"):
+        cgrad.spmm(p, cgrad.ones(200, dtype=cgrad.float64), (20, 30), cgrad.ones(30, 1,
+                   dtype=cgrad.float64))
