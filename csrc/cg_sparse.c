@@ -308,7 +308,8 @@ typedef struct {
         const T *vals = (const T *)j->vals, *X = (const T *)j->X;                         \
         T *out = (T *)j->out;                                                             \
         const int64_t F = j->F, ldx = j->ldx;                                             \
-        int64_t i, jj, f;                                                                 \
+        const int64_t step = 64 / (int64_t)sizeof(T), end = (int64_t)indptr[j->hi];    \
+        int64_t i, jj, f, q;                                                              \
         for (i = j->lo; i < j->hi; i++) {                                                 \
             T *y = out + i * F;                                                           \
             for (f = 0; f < F; f++)                                                       \
@@ -316,6 +317,13 @@ typedef struct {
             for (jj = (int64_t)indptr[i]; jj < (int64_t)indptr[i + 1]; jj++) {            \
                 const T a = perm ? vals[perm[jj]] : vals[jj];                             \
                 const T *x = X + (int64_t)ind[jj] * ldx;                                  \
+                if (jj + CG_PREFETCH_AHEAD < end) {  /* X rows are read in random order */ \
+                    const T *px = X + (int64_t)ind[jj + CG_PREFETCH_AHEAD] * ldx;         \
+                    for (q = 0; q < F; q += step)                                         \
+                        CG_PREFETCH(px + q);                                              \
+                    if (perm)                                                             \
+                        CG_PREFETCH(vals + perm[jj + CG_PREFETCH_AHEAD]);                 \
+                }                                                                         \
                 for (f = 0; f < F; f++)                                                   \
                     y[f] += a * x[f];                                                     \
             }                                                                             \
