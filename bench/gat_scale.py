@@ -28,17 +28,18 @@ graph there (CSR of the block-diagonal multi-head matrix), JAX compiles. Then ``
 steps are timed; per cell the median (and min). ``--repeats`` runs the whole grid again in
 reversed system order (interleaving, against machine drift); the table shows the median over
 repeats. Peak memory: ru_maxrss of the cell's process (its import baseline shown apart).
-At 1M/10M PyG and JAX are skipped unless ``--all-big`` (they needed more than 12 GB when
-measured for issue 19). Threads: OPENBLAS/OMP/MKL=1, torch.set_num_threads(1), XLA one
+At 1M/10M PyG and JAX are skipped unless ``--all-big`` (each needed more than 12 GB when
+last tried on a 23 GB machine). Threads: OPENBLAS/OMP/MKL=1, torch.set_num_threads(1), XLA one
 thread.
 """
 import os
 import sys
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")
+if __name__ == "__main__":          # the script and its cells; not when imported (tests)
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                          "intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -318,6 +319,8 @@ def main(argv=None):
     else:
         sizes = QUICK_SIZES if args.quick else FULL_SIZES
     steps = args.steps if args.steps is not None else (2 if args.quick else 3)
+    if args.quick:
+        print("--quick: a smoke test, not a measurement (tiny graphs)")
     systems = [s for s in args.systems.split(",") if s]
     notes = []
     runnable = []
