@@ -2,6 +2,8 @@
 #include "cg_sparse.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if !defined(_WIN32)
 #include <pthread.h>
@@ -197,4 +199,335 @@ int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
 int cg_sparse_has_threads(void)
 {
     return CG_HAVE_PTHREADS;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * CSR structure by a stable counting sort over the rows (see cg_sparse.h). */
+
+#define CG_DEFINE_CSR(NAME, IT)                                                           \
+    int64_t NAME(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,          \
+                 int64_t m, IT *indptr, int64_t *perm, IT *ind)                           \
+    {                                                                                     \
+        int64_t k, i, rows_sorted = 1, cols_sorted = 1;                                   \
+        IT *pos;                                                                          \
+        for (i = 0; i <= n; i++)                                                          \
+            indptr[i] = 0;                                                                \
+        for (k = 0; k < nnz; k++) {                                                       \
+            int64_t r = row[k], c = col[k];                                               \
+            if (r < 0 || r >= n || c < 0 || c >= m)                                       \
+                return CG_CSR_BAD_INDEX;                                                  \
+            if (k && r < row[k - 1])                                                      \
+                rows_sorted = 0;                                                          \
+            indptr[r + 1]++;                                                              \
+        }                                                                                 \
+        for (i = 0; i < n; i++)                                                           \
+            indptr[i + 1] += indptr[i];                                                   \
+        if (rows_sorted) {                                                                \
+            for (k = 0; k < nnz; k++)                                                     \
+                ind[k] = (IT)col[k];                                                      \
+        }                                                                                 \
+        else {                                                                            \
+            pos = (IT *)malloc((size_t)(n > 0 ? n : 1) * sizeof(IT));                     \
+            if (pos == NULL)                                                              \
+                return CG_CSR_NO_MEMORY;                                                  \
+            memcpy(pos, indptr, (size_t)n * sizeof(IT));                                  \
+            for (k = 0; k < nnz; k++) {                                                   \
+                int64_t d = (int64_t)pos[row[k]]++;                                       \
+                perm[d] = k;                                                              \
+                ind[d] = (IT)col[k];                                                      \
+            }                                                                             \
+            free(pos);                                                                    \
+        }                                                                                 \
+        for (i = 0; i < n && cols_sorted; i++) {                                          \
+            int64_t jj;                                                                   \
+            for (jj = (int64_t)indptr[i] + 1; jj < (int64_t)indptr[i + 1]; jj++) {        \
+                if (ind[jj] < ind[jj - 1]) {                                              \
+                    cols_sorted = 0;                                                      \
+                    break;                                                                \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+        return (rows_sorted ? CG_CSR_ROWS_SORTED : 0) | (cols_sorted ? CG_CSR_COLS_SORTED : 0); \
+    }
+
+CG_DEFINE_CSR(cg_csr_build_i32, int32_t)
+CG_DEFINE_CSR(cg_csr_build_i64, int64_t)
+
+/* ---------------------------------------------------------------------------------------
+ * The transposed CSR structure (see cg_sparse.h). */
+
+#define CG_DEFINE_TRANSPOSE(NAME, IT)                                                     \
+    int64_t NAME(int64_t n, int64_t m, const IT *indptr, const IT *ind,                   \
+                 const int64_t *perm, IT *tindptr, IT *tperm, IT *tind)                   \
+    {                                                                                     \
+        int64_t i, jj, c, nnz = n > 0 ? (int64_t)indptr[n] : 0;                           \
+        IT *pos;                                                                          \
+        for (c = 0; c <= m; c++)                                                          \
+            tindptr[c] = 0;                                                               \
+        for (jj = 0; jj < nnz; jj++) {                                                    \
+            c = (int64_t)ind[jj];                                                         \
+            if (c < 0 || c >= m)                                                          \
+                return CG_CSR_BAD_INDEX;                                                  \
+            tindptr[c + 1]++;                                                             \
+        }                                                                                 \
+        for (c = 0; c < m; c++)                                                           \
+            tindptr[c + 1] += tindptr[c];                                                 \
+        pos = (IT *)malloc((size_t)(m > 0 ? m : 1) * sizeof(IT));                         \
+        if (pos == NULL)                                                                  \
+            return CG_CSR_NO_MEMORY;                                                      \
+        memcpy(pos, tindptr, (size_t)m * sizeof(IT));                                     \
+        for (i = 0; i < n; i++) {                                                         \
+            for (jj = (int64_t)indptr[i]; jj < (int64_t)indptr[i + 1]; jj++) {            \
+                int64_t d = (int64_t)pos[ind[jj]]++;                                      \
+                tperm[d] = (IT)(perm ? perm[jj] : jj);                                    \
+                tind[d] = (IT)i;                                                          \
+            }                                                                             \
+        }                                                                                 \
+        free(pos);                                                                        \
+        return 0;                                                                         \
+    }
+
+CG_DEFINE_TRANSPOSE(cg_csr_transpose_i32, int32_t)
+CG_DEFINE_TRANSPOSE(cg_csr_transpose_i64, int64_t)
+
+/* ---------------------------------------------------------------------------------------
+ * SpMM over CSR rows (see cg_sparse.h). */
+
+typedef struct {
+    int64_t lo, hi, F, ldx;
+    const void *indptr, *ind, *perm, *vals, *X;
+    void *out;
+    int kind;
+} cg_spmm_job_t;
+
+#define CG_DEFINE_SPMM_RANGE(NAME, T, IT, PT)                                             \
+    static void NAME(const cg_spmm_job_t *j)                                              \
+    {                                                                                     \
+        const IT *indptr = (const IT *)j->indptr, *ind = (const IT *)j->ind;              \
+        const PT *perm = (const PT *)j->perm;                                             \
+        const T *vals = (const T *)j->vals, *X = (const T *)j->X;                         \
+        T *out = (T *)j->out;                                                             \
+        const int64_t F = j->F, ldx = j->ldx;                                             \
+        const int64_t step = 64 / (int64_t)sizeof(T), end = (int64_t)indptr[j->hi];    \
+        int64_t i, jj, f, q;                                                              \
+        for (i = j->lo; i < j->hi; i++) {                                                 \
+            T *y = out + i * F;                                                           \
+            for (f = 0; f < F; f++)                                                       \
+                y[f] = 0;                                                                 \
+            for (jj = (int64_t)indptr[i]; jj < (int64_t)indptr[i + 1]; jj++) {            \
+                const T a = perm ? vals[perm[jj]] : vals[jj];                             \
+                const T *x = X + (int64_t)ind[jj] * ldx;                                  \
+                if (jj + CG_PREFETCH_AHEAD < end) {  /* X rows are read in random order */ \
+                    const T *px = X + (int64_t)ind[jj + CG_PREFETCH_AHEAD] * ldx;         \
+                    for (q = 0; q < F; q += step)                                         \
+                        CG_PREFETCH(px + q);                                              \
+                    if (perm)                                                             \
+                        CG_PREFETCH(vals + perm[jj + CG_PREFETCH_AHEAD]);                 \
+                }                                                                         \
+                for (f = 0; f < F; f++)                                                   \
+                    y[f] += a * x[f];                                                     \
+            }                                                                             \
+        }                                                                                 \
+    }
+
+CG_DEFINE_SPMM_RANGE(spmm_f32_i32_p64, float, int32_t, int64_t)
+CG_DEFINE_SPMM_RANGE(spmm_f64_i32_p64, double, int32_t, int64_t)
+CG_DEFINE_SPMM_RANGE(spmm_f32_i64_p64, float, int64_t, int64_t)
+CG_DEFINE_SPMM_RANGE(spmm_f64_i64_p64, double, int64_t, int64_t)
+CG_DEFINE_SPMM_RANGE(spmm_f32_i32_p32, float, int32_t, int32_t)
+CG_DEFINE_SPMM_RANGE(spmm_f64_i32_p32, double, int32_t, int32_t)
+
+static void spmm_run(cg_spmm_job_t *j)
+{
+    switch (j->kind) {
+    case CG_SPMM_F32_I32_P64: spmm_f32_i32_p64(j); break;
+    case CG_SPMM_F64_I32_P64: spmm_f64_i32_p64(j); break;
+    case CG_SPMM_F32_I64_P64: spmm_f32_i64_p64(j); break;
+    case CG_SPMM_F64_I64_P64: spmm_f64_i64_p64(j); break;
+    case CG_SPMM_F32_I32_P32: spmm_f32_i32_p32(j); break;
+    case CG_SPMM_F64_I32_P32: spmm_f64_i32_p32(j); break;
+    default: break;
+    }
+}
+
+#if CG_HAVE_PTHREADS
+static void *spmm_thread_main(void *arg)
+{
+    spmm_run((cg_spmm_job_t *)arg);
+    return NULL;
+}
+#endif
+
+static int64_t indptr_at(const void *indptr, int wide, int64_t i)
+{
+    return wide ? ((const int64_t *)indptr)[i] : (int64_t)((const int32_t *)indptr)[i];
+}
+
+void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void *ind,
+                 const void *perm, const void *vals, const void *X, int64_t ldx, void *out,
+                 int nthreads)
+{
+    cg_spmm_job_t jobs[CG_MAX_THREADS];
+    int wide = (kind == CG_SPMM_F32_I64_P64 || kind == CG_SPMM_F64_I64_P64);
+    int64_t nnz, work, lo = 0;
+    int t, nt = nthreads;
+
+    if (n <= 0)
+        return;
+    nnz = indptr_at(indptr, wide, n);
+    work = (nnz + n) * (F > 0 ? F : 1);
+    if (nt > CG_MAX_THREADS)
+        nt = CG_MAX_THREADS;
+    if (!CG_HAVE_PTHREADS || nt < 2)
+        nt = 1;
+    while (nt > 1 && work / nt < CG_MIN_WORK_PER_THREAD)
+        nt--;
+    /* contiguous row ranges of about equal nnz + rows: each thread owns whole output rows,
+     * so every output is summed in the same order whatever the thread count */
+    for (t = 0; t < nt; t++) {
+        int64_t hi = n;
+        if (t < nt - 1) {
+            int64_t target = (nnz + n) * (t + 1) / nt, a = lo, b = n;
+            while (a < b) {          /* first row r with indptr[r] + r >= target */
+                int64_t mid = a + (b - a) / 2;
+                if (indptr_at(indptr, wide, mid) + mid < target)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            hi = a;
+        }
+        jobs[t].lo = lo;
+        jobs[t].hi = hi;
+        jobs[t].F = F;
+        jobs[t].ldx = ldx;
+        jobs[t].indptr = indptr;
+        jobs[t].ind = ind;
+        jobs[t].perm = perm;
+        jobs[t].vals = vals;
+        jobs[t].X = X;
+        jobs[t].out = out;
+        jobs[t].kind = kind;
+        lo = hi;
+    }
+#if CG_HAVE_PTHREADS
+    if (nt > 1) {
+        pthread_t tids[CG_MAX_THREADS];
+        int started[CG_MAX_THREADS];
+        for (t = 1; t < nt; t++)
+            started[t] = pthread_create(&tids[t], NULL, spmm_thread_main, &jobs[t]) == 0;
+        spmm_run(&jobs[0]);
+        for (t = 1; t < nt; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                spmm_run(&jobs[t]);
+        }
+        return;
+    }
+#endif
+    spmm_run(&jobs[0]);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Segment sums (see cg_sparse.h). */
+
+typedef struct {
+    const int64_t *ids;
+    int64_t nnz, n, ldv, H, s0, s1, bad;
+    const void *V;
+    double *acc;
+    int is_f64;
+} cg_segsum_job_t;
+
+static void segsum_run(cg_segsum_job_t *j)
+{
+    int64_t k, c;
+    const int64_t H = j->H, ldv = j->ldv, s0 = j->s0, s1 = j->s1;
+    j->bad = -1;
+    for (k = 0; k < j->nnz; k++) {
+        int64_t s = j->ids[k];
+        double *a;
+        if (s < 0 || s >= j->n) {
+            j->bad = k;
+            return;
+        }
+        if (s < s0 || s >= s1)          /* another thread's segment */
+            continue;
+        a = j->acc + s * H;
+        if (j->is_f64) {
+            const double *v = (const double *)j->V + k * ldv;
+            for (c = 0; c < H; c++)
+                a[c] += v[c];
+        }
+        else {
+            const float *v = (const float *)j->V + k * ldv;
+            for (c = 0; c < H; c++)
+                a[c] += (double)v[c];
+        }
+    }
+}
+
+#if CG_HAVE_PTHREADS
+static void *segsum_thread_main(void *arg)
+{
+    segsum_run((cg_segsum_job_t *)arg);
+    return NULL;
+}
+#endif
+
+int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
+                       int64_t H, int is_f64, double *acc, int64_t n, int nthreads)
+{
+    cg_segsum_job_t jobs[CG_MAX_THREADS];
+    int64_t bad = -1;
+    int t, nt = nthreads;
+
+    if (nnz <= 0 || H <= 0)
+        return -1;
+    if (nt > CG_MAX_THREADS)
+        nt = CG_MAX_THREADS;
+    if (!CG_HAVE_PTHREADS || nt < 2)
+        nt = 1;
+    if (nt > n)
+        nt = (int)n;
+    while (nt > 1 && nnz * H / nt < CG_MIN_WORK_PER_THREAD)
+        nt--;
+    for (t = 0; t < nt; t++) {
+        jobs[t].ids = ids;
+        jobs[t].nnz = nnz;
+        jobs[t].n = n;
+        jobs[t].ldv = ldv;
+        jobs[t].H = H;
+        jobs[t].s0 = n * t / nt;        /* each thread owns whole segments (output rows) */
+        jobs[t].s1 = n * (t + 1) / nt;
+        jobs[t].V = V;
+        jobs[t].acc = acc;
+        jobs[t].is_f64 = is_f64;
+        jobs[t].bad = -1;
+    }
+#if CG_HAVE_PTHREADS
+    if (nt > 1) {
+        pthread_t tids[CG_MAX_THREADS];
+        int started[CG_MAX_THREADS];
+        for (t = 1; t < nt; t++)
+            started[t] = pthread_create(&tids[t], NULL, segsum_thread_main, &jobs[t]) == 0;
+        segsum_run(&jobs[0]);
+        for (t = 1; t < nt; t++) {
+            if (started[t])
+                pthread_join(tids[t], NULL);
+            else
+                segsum_run(&jobs[t]);
+        }
+    }
+    else
+#endif
+    {
+        segsum_run(&jobs[0]);
+    }
+    for (t = 0; t < nt; t++) {
+        if (jobs[t].bad >= 0 && (bad < 0 || jobs[t].bad < bad))
+            bad = jobs[t].bad;
+    }
+    return bad;
 }

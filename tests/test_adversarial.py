@@ -224,8 +224,10 @@ def test_sparse_tensor_structure_cannot_be_edited_behind_its_caches():
     np.testing.assert_allclose((s2 @ cgrad.tensor(B)).numpy(), _dense(a, vals, (2, 2)) @ B)
 
 
-def test_gat_example_heads_index_follows_edits():
-    # the path of examples/gat.py: a from_numpy index tensor kept across steps
+def test_gat_example_heads_index_cannot_be_edited():
+    # the path of examples/gat.py: its heads index is a cgrad.sparse.Pattern that owns the
+    # index array, kept across steps; the array is read-only, so a write raises instead of
+    # leaving the cached CSR stale, and the products stay those of the indices
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
     try:
         import gat
@@ -235,11 +237,12 @@ def test_gat_example_heads_index_follows_edits():
     idx = g.heads_index(2)
     n = 3 * 2
     rng = np.random.default_rng(2)
-    vals = rng.standard_normal(idx.shape[1])
+    vals = rng.standard_normal(idx.nnz)
     B = rng.standard_normal((n, 3))
-    _check_spmm(idx, idx.numpy(), vals, (n, n), B)
-    idx.numpy()[1, :3] = 0
-    _check_spmm(idx, idx.numpy(), vals, (n, n), B)
+    _check_spmm(idx, idx.idx, vals, (n, n), B)
+    with pytest.raises(ValueError):
+        idx.idx[1, :3] = 0
+    _check_spmm(idx, idx.idx, vals, (n, n), B)
 
 
 # ========================================================================================

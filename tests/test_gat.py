@@ -84,8 +84,10 @@ def test_graph_structure(gat):
     assert np.all(np.diff(lin) > 0)                          # sorted, unique
     assert set(zip(g.row[g.row == g.col], g.col[g.row == g.col])) == {(i, i) for i in range(N)}
     idx = g.heads_index(3)
-    assert idx is g.heads_index(3)                           # cached: one tensor object
-    big = idx.numpy()
+    assert idx is g.heads_index(3)                           # cached: one Pattern
+    assert isinstance(idx, cgrad.sparse.Pattern) and idx.shape == (3 * N, 3 * N)
+    big = idx.idx
+    assert not big.flags.writeable                           # owned by the Pattern
     assert big.shape == (2, 3 * g.num_edges)
     np.testing.assert_array_equal(big[0].reshape(-1, 3) // 3, np.repeat(g.row[:, None], 3, 1))
     np.testing.assert_array_equal(big[1].reshape(-1, 3) % 3,
@@ -270,3 +272,14 @@ def test_bench_gat_quick():
     assert [r["system"] for r in rows] == ["cgrad"]
     assert rows[0]["median"] > 0 and rows[0]["vs_cgrad"] == 1.0
     assert "cgrad" in bench["render"](rows)
+
+
+def test_bench_gat_scale_cell_and_table():
+    """bench/gat_scale.py: one cgrad cell in-process on a tiny graph, and its table; the
+    other systems are optional."""
+    bench = runpy.run_path(os.path.join(ROOT, "bench", "gat_scale.py"), run_name="gat_scale")
+    r = bench["run_cell"]("cgrad", 300, 2000, 2)
+    assert r["steps"] == 2 and r["step_s"] > 0 and r["rss_peak_mb"] > 0
+    assert np.isfinite(r["loss_first"]) and np.isfinite(r["loss_last"])
+    table = bench["fmt_table"]({("cgrad", 300, 2000): [r]}, ((300, 2000),), ["cgrad"])
+    assert "| 300 / 2,000 | cgrad |" in table

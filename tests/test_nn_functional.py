@@ -665,6 +665,47 @@ def test_dropout_seeded_by_manual_seed(dtype):
     assert CF.dropout(x, 0.5).dtype == dtype
 
 
+@pytest.mark.parametrize("dtype", [cgrad.float16, cgrad.float32, cgrad.float64])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.6, 0.9])
+def test_dropout_keep_fraction_scale_and_independence(dtype, p):
+    """Masks come from 32 random bits per element against an integer threshold: the kept
+    fraction is 1 - p within 6 binomial sigmas, the kept values are exactly
+    dtype(1 / (1 - p)), and neighbours (two halves of one 64-bit draw) are independent."""
+    cgrad.manual_seed(7)
+    n = 400_001                                   # odd: half a 64-bit draw left over
+    out = CF.dropout(cgrad.ones(n, dtype=dtype), p)
+    assert out.dtype == dtype
+    y = np_of(out)
+    kept = y != 0
+    q = 1 - p
+    assert abs(kept.mean() - q) < 6 * (q * p / n) ** 0.5
+    assert np.all(y[kept] == y.dtype.type(1.0 / (1.0 - p)))
+    pairs = kept[:-1:2] & kept[1::2]
+    m = pairs.shape[0]
+    assert abs(pairs.mean() - q * q) < 6 * (q * q * (1 - q * q) / m) ** 0.5
+
+
+def test_dropout_extreme_p_and_layouts():
+    cgrad.manual_seed(3)
+    x = cgrad.ones(1000, 7)
+    assert np_of(CF.dropout(x, 1e-12)).min() > 0        # all kept (almost surely)
+    y = np_of(CF.dropout(x, 1 - 1e-6))
+    assert (y != 0).sum() <= 5 and np.all(y[y != 0] == np.float32(1 / 1e-6))
+    base = cgrad.randn(40, 30)
+    nc = base.t()                                       # non-contiguous input
+    cgrad.manual_seed(9)
+    a = np_of(CF.dropout(nc, 0.5))
+    cgrad.manual_seed(9)
+    b = np_of(CF.dropout(nc.contiguous(), 0.5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a[a != 0], np_of(nc)[a != 0] * np.float32(2.0))
+    assert a.shape == (30, 40)
+    e = CF.dropout(cgrad.ones(0, 3), 0.5)
+    assert tuple(e.shape) == (0, 3)
+    s = CF.dropout(cgrad.tensor(3.0), 0.5)             # 0-d
+    assert np_of(s) in (0.0, 6.0)
+
+
 def test_dropout_eval_p0_p1():
     x = cgrad.randn(4, 5, requires_grad=True)
     assert CF.dropout(x, 0.5, training=False) is x

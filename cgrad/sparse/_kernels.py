@@ -1,15 +1,27 @@
-"""SDDMM backends: the compiled kernel (cgrad._sparse) or chunked NumPy.
+"""Sparse kernels: SDDMM (compiled or chunked NumPy), and the compiled CSR builder, CSR
+transpose and SpMM behind ``Pattern.csr`` / ``Pattern.product``.
 
 ``sddmm(row, col, G, B)`` returns ``out[k] = dot(G[row[k]], B[col[k]])``: the gradient of
 the stored values of A in ``A @ B``. Both backends work in O(nnz * F) time; the NumPy one
 uses two gather buffers of ``CHUNK`` rows (about 4 MB at F = 64 in float64), never
 ``G[row]`` for all edges at once (0.5 GB per 1M x 64 edges).
 
-Backend choice: the compiled kernel when it is built, unless the environment variable
+``csr_build`` makes a pattern's CSR arrays by a stable counting sort on the rows (O(nnz + n),
+no sort of int64 keys); ``csr_transpose`` the CSR of the transpose in scipy's csc_matvecs
+order; ``spmm_csr`` the product, values gathered through the permutation inside the loop,
+bit for bit scipy's csr_matvecs (tests/test_sparse_kernels.py).
+
+Backend choice: the compiled kernels when they are built, unless the environment variable
 ``CGRAD_NO_SPARSE_EXT=1`` is set at import or ``use_extension(False)`` was called (tests run
-both). Threads: ``set_num_threads(n)`` (or ``cgrad.set_num_threads``, which also sets the
-BLAS: Note [Thread pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``,
-or ``CGRAD_SPARSE_THREADS``. The result never depends on the thread count.
+both; without them Pattern falls back to argsort + scipy's kernels). Threads:
+``set_num_threads(n)`` (or ``cgrad.set_num_threads``, which also sets the BLAS: Note [Thread
+pools] in cgrad/_threads.py); the default is ``min(2, os.cpu_count())``, or the environment
+variable ``CGRAD_SPARSE_THREADS``. SDDMM splits the entries, SpMM the output rows (ranges of
+about equal nnz, each thread owning whole rows, so every sum keeps its order); below about
+65,536 multiply-adds per thread one thread runs. The result never depends on the thread
+count. Segment sums of float values (``segment_sum``: float64 accumulators, np.bincount's
+order) run on one thread: a second one was measured slower. The GAT's other per-edge ops
+stay single-threaded NumPy.
 """
 from __future__ import annotations
 
@@ -59,6 +71,41 @@ def set_num_threads(n):
 def get_num_threads():
     """Number of threads of the compiled SDDMM kernel."""
     return _threads.sparse_threads()
+
+
+def has_csr_build():
+    """True if the compiled counting-sort CSR builder is in use (see ``csr_build``)."""
+    return _use_ext
+
+
+def csr_build(row, col, n, m, wide):
+    """(perm or None, ind, indptr, cols_sorted): CSR arrays of the (n, m) pattern (row, col)
+    by a stable counting sort on the rows (cgrad._sparse.csr_build; the caller checked
+    ``has_csr_build()``). int64 ind/indptr when ``wide`` else int32."""
+    return _ext.csr_build(row, col, n, m, wide)
+
+
+def csr_transpose(indptr, ind, perm, n, m):
+    """(tperm, tind, tindptr): the transpose of an (n, m) CSR structure (see
+    cgrad._sparse.csr_transpose)."""
+    return _ext.csr_transpose(indptr, ind, perm, n, m)
+
+
+def spmm_csr(indptr, ind, perm, vals, X, m):
+    """CSR matrix (values ``vals[perm]``) @ X with the sparse threads: bit for bit scipy's
+    csr_matvecs whatever the thread count (see cgrad._sparse.spmm_csr)."""
+    return _ext.spmm_csr(indptr, ind, perm, vals, X, m, _threads.sparse_threads())
+
+
+def segment_sum(ids, V, n):
+    """float64 segment sums of float32/float64 V (1-D or 2-D) in np.bincount's order, bit for
+    bit (one thread), or None when the compiled kernel is not in use."""
+    if not _use_ext:
+        return None
+    # one thread: the kernel can split the segments (tested), but on the 2-core machine a
+    # second thread was slower than one (memory bound: 13 ms vs 11 ms at 3.3M x 8, bench
+    # note in bench/README.md); it is 8x faster than the bincount per column either way
+    return _ext.segment_sum(ids, V, n, 1)
 
 
 def _rows(a):

@@ -134,8 +134,10 @@ def spmm(*args):
     ``indices``: int (2, nnz) tensor or array (duplicates allowed, any order; never
     coalesced); the CSR structure is built once per indices tensor and cached (weakly), and
     reused only while the tensor's indices are unchanged, however they were changed (a
-    NumPy write to a ``from_numpy`` array included: Note [Index cache]). ``values``: (nnz,) float32/float64; ``b``: (M, F) or
-    (M,) of the same dtype (a mismatch raises RuntimeError, as torch). The gradient of
+    NumPy write to a ``from_numpy`` array included: Note [Index cache]). ``indices`` may
+    also be a ``cgrad.sparse.Pattern`` (its structure used as is: no lookup, copy or check
+    per call; ``shape`` must equal its shape). ``values``: (nnz,) float32/float64;
+    ``b``: (M, F) or (M,) of the same dtype (a mismatch raises RuntimeError, as torch). The gradient of
     ``values`` comes back in the caller's entry order.
 
     ``spmm(sparse, dense)`` (two arguments) is torch.spmm: ``sparse @ dense``.
@@ -148,6 +150,9 @@ def spmm(*args):
     pattern = _pattern_for(indices, shape)
     if pattern.ndim != 2:
         raise RuntimeError("spmm: shape must have 2 dimensions")
+    if isinstance(indices, Pattern) and tuple(shape) != pattern.shape:
+        raise RuntimeError(f"spmm: shape {list(shape)} does not match the pattern's "
+                           f"{list(pattern.shape)}")
     return SpMM.apply(pattern, _to_tensor(values), _to_tensor(b))
 
 

@@ -25,6 +25,8 @@ import weakref
 
 import numpy as np
 
+from cgrad.sparse import _kernels
+
 _I32_MAX = np.iinfo(np.int32).max
 
 # scipy.sparse and its compiled kernels are imported on first use, not by `import cgrad`:
@@ -73,7 +75,7 @@ def _fast_ok():
 
 class Pattern:
     __slots__ = ("idx", "shape", "nnz", "_canonical", "_lin", "_sort", "_csr", "_T", "_src",
-                 "_coal", "_rep", "__weakref__")
+                 "_coal", "_rep", "_tcsr", "__weakref__")
 
     def __init__(self, idx, shape, *, canonical=None, check=True):
         # int64 (sparse_dim, nnz), rows contiguous; the caller hands over an array nobody
@@ -90,6 +92,7 @@ class Pattern:
         self._src = None                      # weakref to the pattern this one transposes
         self._coal = None
         self._rep = None
+        self._tcsr = None                     # transposed pattern: its source's CSR transposed
         if check:
             _check_bounds(idx, shape)
 
@@ -139,6 +142,14 @@ class Pattern:
             row, col = self.idx
             big = max(n, m, self.nnz) > _I32_MAX
             itype = np.int64 if big else np.int32
+            if self.nnz > 1 and _kernels.has_csr_build():
+                # one stable counting sort on the rows in C (O(nnz + n)); its order is the
+                # (row, col) sort's when each row's columns come out sorted (always, for
+                # patterns built from row-major edge lists), else fall through to argsort
+                perm, ind, indptr, cols_sorted = _kernels.csr_build(row, col, n, m, big)
+                if perm is None or cols_sorted:
+                    self._csr = (perm, ind, indptr)
+                    return self._csr
             if self.nnz > 1 and not np.all(row[1:] >= row[:-1]):
                 perm = self._sorted()[0]
                 ind = col[perm]
@@ -158,6 +169,12 @@ class Pattern:
         cached structure, skipping the csr_array constructor's checks (~40 us a call, which
         dominates on small graphs); anything else goes through scipy's public API."""
         src = self._src() if self._src is not None else None
+        if (_kernels.has_csr_build() and vals.dtype == B.dtype and vals.dtype.char in "fd"
+                and B.ndim in (1, 2)):
+            # cgrad's own kernel: values gathered through perm inside the loop (no take),
+            # rows split over the sparse threads, sums bit for bit scipy's csr/csc_matvecs
+            perm, ind, indptr = self.csr() if src is None else self._transposed_csr(src)
+            return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
         perm, ind, indptr = (src if src is not None else self).csr()
         data = vals if perm is None else vals.take(perm)
         if _fast_ok() and data.dtype == B.dtype and data.dtype.char in "fd" \
@@ -174,6 +191,15 @@ class Pattern:
                 fn(n, m, indptr, ind, data, X, out)
             return out
         return np.asarray(self.matrix(vals) @ B)
+
+    def _transposed_csr(self, src):
+        """(perm, ind, indptr) of this transposed pattern as the transpose of its source's
+        CSR (each row's entries by increasing source row: csc_matvecs' order), cached."""
+        if self._tcsr is None:
+            sperm, sind, sindptr = src.csr()
+            n, m = src.shape
+            self._tcsr = _kernels.csr_transpose(sindptr, sind, sperm, n, m)
+        return self._tcsr
 
     def matrix(self, vals):
         """The scipy matrix with these indices and `vals` (in entry order): a csr_array, or
@@ -257,7 +283,13 @@ class Pattern:
 
 
 def segment_sum_np(vals, ids, n):
-    """out[s] = sum of vals[k] over ids[k] == s (NumPy; float sums accumulate in float64)."""
+    """out[s] = sum of vals[k] over ids[k] == s (float sums accumulate in float64, k
+    ascending: np.bincount's sums, from the compiled kernel when it is in use)."""
+    if vals.dtype.char in "fd" and (vals.ndim == 1 or (vals.ndim == 2 and (
+            vals.shape[1] <= 16 or vals.dtype.char == "d"))):   # the sums np.add.at/bincount do
+        acc = _kernels.segment_sum(ids, vals, n)
+        if acc is not None:
+            return acc.astype(vals.dtype, copy=False)
     if vals.ndim == 1 and vals.dtype.kind == "f":
         return np.bincount(ids, weights=vals, minlength=n).astype(vals.dtype, copy=False)
     out = np.zeros((n,) + vals.shape[1:], dtype=vals.dtype)
