@@ -47,6 +47,27 @@ class _LayerNorm(Function):
         axes, eps, mu, rstd = ctx._aux
         nx, nw, nb = ctx.needs_input_grad[:3]
         lead = tuple(range(x.dim() - len(axes)))
+        if not _grad_enabled():
+            # first order: the same formula in NumPy on the saved statistics, the same
+            # operations in the same order as the Tensor path below (bitwise equal), without
+            # a Tensor and a node per step
+            X, G = x._data, g._data
+            xhat = X - mu
+            xhat *= rstd
+            gx = gw = gb = None
+            if nx:
+                gh = G * w._data if w is not None else G
+                m1 = gh.mean(axis=axes, keepdims=True)
+                m2 = (gh * xhat).mean(axis=axes, keepdims=True)
+                gxa = gh - m1
+                gxa -= xhat * m2
+                gxa *= rstd
+                gx = _wrap(gxa)
+            if nw:
+                gw = _wrap(_sum_axes(G * xhat, lead) if lead else G * xhat)
+            if nb:
+                gb = _wrap(_sum_axes(G, lead)) if lead else g
+            return gx, gw, gb, None, None
         if _grad_enabled():       # create_graph: mean and rstd as functions of x
             mu_t = x.mean(axes, keepdim=True)
             xc = x - mu_t
