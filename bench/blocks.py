@@ -1,5 +1,5 @@
-"""Transformer building blocks, forward + backward, cgrad against torch on one thread
-(issue 19): GELU (erf and tanh), softmax, log_softmax, cross_entropy, layer_norm,
+"""Transformer building blocks, forward + backward, cgrad against torch on one thread:
+GELU (erf and tanh), softmax, log_softmax, cross_entropy, layer_norm,
 scaled_dot_product_attention (causal), nanoGPT's manual attention and Linear on (B, T, C),
 float32, at the shapes of nanoGPT-tiny (B=16, T=32, C=64, 2 heads, vocab 65) and the makemore
 transformer (B=32, T=16, C=64, 4 heads, vocab 27).
