@@ -23,12 +23,18 @@ from cgrad.nn.functional._utils import _grad_enabled
 __all__ = []
 
 
-def _sigmoid(a):
-    out = np.negative(a)
-    np.exp(out, out=out)
-    out += 1
-    np.reciprocal(out, out=out)
-    return out
+# Note [Recurrent step buffers]: the time loop is a few hundred NumPy calls on (batch, 4H)
+# blocks, so what each step allocates or strides over costs as much as its arithmetic. The
+# forward multiplies by a C-contiguous copy of W_hh^T (OpenBLAS is ~30 % slower on the
+# transposed view at these shapes), writes the recurrent product, the gates and the cell
+# state into buffers made once per call (no temporaries per step) and applies the sigmoid in
+# place. The LSTM backward computes the factors that do not depend on the recursion
+# (s (1 - s) of the sigmoid gates, 1 - g^2, o (1 - tanh(c)^2)) per step on the (n, 4H) block
+# that is hot in cache, directly in the pre-activation gradient's rows, instead of for all
+# steps at once on strided per-gate views of (N, 4H) (which took 1.5 ms per layer-direction
+# at batch 32 x 64 steps x 128 hidden); the recurrent product goes straight into dh. The
+# products are the same; some are taken in another order, so gradients agree with the
+# all-steps version to rounding (tests compare with torch, float64 at 1e-10).
 
 
 def _layout(bs, reverse):
@@ -81,11 +87,11 @@ class _LSTMLayer(Function):
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite):
         H = h0.shape[1]
-        whh = w_hh._data
         gi = x._data @ w_ih._data.T
         if b_ih is not None:
             gi += b_ih._data + b_hh._data
         dt = gi.dtype
+        whh_t = np.ascontiguousarray(w_hh._data.T, dtype=dt)   # Note [Recurrent step buffers]
         offsets, order, prev = _layout(bs, reverse)
         acts = np.empty_like(gi)                      # i, f, g, o after their nonlinearity
         cs = np.empty((gi.shape[0], H), dtype=dt)     # c_t
@@ -93,18 +99,26 @@ class _LSTMLayer(Function):
         hs = np.empty_like(cs)                        # h_t (the output)
         h = h0._data.astype(dt, copy=True)
         c = c0._data.astype(dt, copy=True)
+        B = h.shape[0]
+        hh = np.empty((B, 4 * H), dtype=dt)           # h @ W_hh^T of one step
+        ig = np.empty((B, H), dtype=dt)               # i * g of one step
         for t in order:
             lo, hi = offsets[t], offsets[t + 1]
             n = hi - lo
             a = gi[lo:hi]
-            a += h[:n] @ whh.T
+            np.matmul(h[:n], whh_t, out=hh[:n])
+            a += hh[:n]
             act = acts[lo:hi]
-            act[:] = _sigmoid(a)
+            np.negative(a, out=act)                   # sigmoid, in place in act
+            np.exp(act, out=act)
+            act += 1
+            np.reciprocal(act, out=act)
             np.tanh(a[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
-            cn = act[:, H:2 * H] * c[:n]
-            cn += act[:, :H] * act[:, 2 * H:3 * H]
+            cn = cs[lo:hi]
+            np.multiply(act[:, H:2 * H], c[:n], out=cn)
+            np.multiply(act[:, :H], act[:, 2 * H:3 * H], out=ig[:n])
+            cn += ig[:n]
             c[:n] = cn
-            cs[lo:hi] = cn
             np.tanh(cn, out=tcs[lo:hi])
             np.multiply(act[:, 3 * H:], tcs[lo:hi], out=hs[lo:hi])
             h[:n] = hs[lo:hi]
@@ -128,31 +142,40 @@ class _LSTMLayer(Function):
         offsets, order, prev = _layout(bs, reverse)
         hprev = _prev_rows(hs, h0._data, prev)
         cprev = _prev_rows(cs, c0._data, prev)
-        a4 = acts.reshape(N, 4, H)
-        i, f, g, o = a4[:, 0], a4[:, 1], a4[:, 2], a4[:, 3]
-        k_c = o * (1 - tcs * tcs)                       # dc/dh through h = o tanh(c)
-        coef = np.empty((N, 3, H), dtype=acts.dtype)    # d pre-activation / dc for i, f, g
-        coef[:, 0] = g * i * (1 - i)
-        coef[:, 1] = cprev * f * (1 - f)
-        coef[:, 2] = i * (1 - g * g)
-        k_o = tcs * o * (1 - o)                         # d pre-activation(o) / dh
-        dA = np.empty((N, 4, H), dtype=acts.dtype)
+        dA = np.empty((N, 4 * H), dtype=acts.dtype)
         dh = g_h._data.astype(hs.dtype, copy=True)
         dc = g_c._data.astype(hs.dtype, copy=True)
+        kc = np.empty_like(dc)
         for t in reversed(order):
             lo, hi = offsets[t], offsets[t + 1]
             n = hi - lo
+            act, tc, d = acts[lo:hi], tcs[lo:hi], dA[lo:hi]
+            i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+            # the factors that do not depend on the recursion (Note [Recurrent step buffers])
+            np.subtract(1, act, out=d)                 # s (1 - s) for i, f, o
+            d *= act
+            dg = d[:, 2 * H:3 * H]                     # 1 - g^2 for g = tanh
+            np.multiply(g, g, out=dg)
+            np.subtract(1, dg, out=dg)
+            d[:, :H] *= g                              # d a_i / dc = g i (1 - i)
+            d[:, H:2 * H] *= cprev[lo:hi]              # d a_f / dc = c_prev f (1 - f)
+            dg *= i                                    # d a_g / dc = i (1 - g^2)
+            d[:, 3 * H:] *= tc                         # d a_o / dh = tanh(c) o (1 - o)
+            k = kc[:n]                                 # dc / dh through h = o tanh(c)
+            np.multiply(tc, tc, out=k)
+            np.subtract(1, k, out=k)
+            k *= o
             dhn = dh[:n]
             dhn += go[lo:hi]
             dcn = dc[:n]
-            dcn += dhn * k_c[lo:hi]
-            np.multiply(dcn[:, None, :], coef[lo:hi], out=dA[lo:hi, :3])
-            np.multiply(dhn, k_o[lo:hi], out=dA[lo:hi, 3])
-            dcn *= f[lo:hi]
-            dh[:n] = dA[lo:hi].reshape(n, 4 * H) @ whh
-        dAf = dA.reshape(N, 4 * H)
-        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dAf, dAf, hprev, b_ih, b_hh,
-                                                  k=3)
+            k *= dhn
+            dcn += k
+            d3 = d.reshape(n, 4, H)
+            d3[:, :3] *= dcn[:, None, :]
+            d[:, 3 * H:] *= dhn
+            dcn *= f
+            np.matmul(d, whh, out=dhn)
+        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA, hprev, b_ih, b_hh, k=3)
         gh0 = _wrap(dh) if needs[1] else None
         gc0 = _wrap(dc) if needs[2] else None
         return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, None, None, None
@@ -179,16 +202,23 @@ class _GRULayer(Function):
         hs = np.empty((N, H), dtype=dt)
         h = h0._data.astype(dt, copy=True)
         bhh = b_hh._data if b_hh is not None else None
+        whh_t = np.ascontiguousarray(whh.T, dtype=dt)    # Note [Recurrent step buffers]
+        ghb = np.empty((h.shape[0], 3 * H), dtype=dt)
         for t in order:
             lo, hi = offsets[t], offsets[t + 1]
             n = hi - lo
             hn_prev = h[:n]
-            gh = hn_prev @ whh.T
+            gh = ghb[:n]
+            np.matmul(hn_prev, whh_t, out=gh)
             if bhh is not None:
                 gh += bhh
             a = gi[lo:hi, :2 * H]
             a += gh[:, :2 * H]
-            rz[lo:hi] = _sigmoid(a)
+            r = rz[lo:hi]
+            np.negative(a, out=r)                       # sigmoid, in place
+            np.exp(r, out=r)
+            r += 1
+            np.reciprocal(r, out=r)
             ghn[lo:hi] = gh[:, 2 * H:]
             nn_ = gh[:, 2 * H:] * rz[lo:hi, :H]
             nn_ += gi[lo:hi, 2 * H:]
@@ -257,11 +287,14 @@ class _RNNLayer(Function):
         offsets, order, prev = _layout(bs, reverse)
         hs = np.empty_like(gi)
         h = h0._data.astype(gi.dtype, copy=True)
+        whh_t = np.ascontiguousarray(whh.T, dtype=gi.dtype)    # Note [Recurrent step buffers]
+        hh = np.empty_like(h)
         for t in order:
             lo, hi = offsets[t], offsets[t + 1]
             n = hi - lo
             a = gi[lo:hi]
-            a += h[:n] @ whh.T
+            np.matmul(h[:n], whh_t, out=hh[:n])
+            a += hh[:n]
             if relu:
                 np.maximum(a, 0, out=hs[lo:hi])
             else:
