@@ -417,6 +417,57 @@ def _erf(x):
     return _keep_dtype(erf(x), x)
 
 
+# Note [GELU in float32]: the exact GELU is x Phi(x); scipy.special.erf is a scalar loop
+# (~15 ns per element, 2 ms for a (512, 256) activation) while a NumPy pass over float32 costs
+# ~0.1 ns per element. For float32 arrays Phi(x) is computed from the complementary error
+# function in the form of Numerical Recipes' erfcc (Chebyshev fit, fractional error < 1.2e-7):
+# E = erfc(|x| / sqrt 2) = t exp(-x^2 / 2 + P(t)), t = 1 / (1 + |x| / (2 sqrt 2)), then
+# Phi(x) = E / 2 for x < 0 (no cancellation: the tail keeps its relative accuracy) and
+# 1 - E / 2 for x > 0, selected arithmetically (masked NumPy calls are 50x slower than a pass).
+# About 34 float32 passes, 4.5x faster than scipy's erf. Measured over 2M points against
+# float64 x * ndtr(x): GELU within 7 ulp for x > -1 (mean 0.4), 21 ulp for x > -5 and
+# 130 ulp in the far tail (x < -12, values below 1e-30); torch's float32 GELU, which forms
+# 1 + erf(x / sqrt 2), loses all relative accuracy below x = -5 (millions of ulp). inf, -inf
+# and nan behave as torch's (inf, nan, nan). Other dtypes keep scipy's erf.
+_ERFC_C = tuple(np.float32(c) for c in (
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+    1.48851587, -0.82215223, 0.17087277))
+_ERFC_K = np.float32(0.5 * _SQRT1_2)
+
+
+def _gelu_cdf(x):
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, a new array (Note [GELU in float32])."""
+    if type(x) is not np.ndarray or x.dtype != np.float32 or x.ndim == 0:
+        cdf = _erf(x * _SQRT1_2)
+        cdf += 1.0
+        cdf *= 0.5
+        return cdf
+    c = _ERFC_C
+    one = np.float32(1.0)
+    half = np.float32(0.5)
+    t = np.abs(x)
+    t *= _ERFC_K
+    t += one
+    np.reciprocal(t, out=t)
+    e = t * c[9]
+    for k in range(8, 0, -1):
+        e += c[k]
+        e *= t
+    e += c[0]
+    q = np.multiply(x, x)
+    q *= half
+    e -= q
+    np.exp(e, out=e)
+    e *= t                                  # E = erfc(|x| / sqrt 2) = 2 Phi(-|x|)
+    s = np.sign(x, out=q)
+    s += one                                # 0 for x < 0, 1 at 0, 2 for x > 0 (nan: nan)
+    w = np.subtract(one, e, out=t)
+    w *= s
+    w += e
+    w *= half                               # E / 2 exactly where x < 0
+    return w
+
+
 class Sigmoid(Function):
     """1 / (1 + exp(-a)).  d/da = g * out * (1 - out)."""
     _node_name = "SigmoidBackward0"
@@ -622,11 +673,8 @@ class Gelu(Function):
                 t *= x
                 t *= 0.5
                 return t
-            # Phi(x) = (1 + erf(x / sqrt 2)) / 2, kept for the backward: erf is the costly
-            # part of both passes (scipy's scalar loop), so the backward reuses it
-            cdf = _erf(x * _SQRT1_2)
-            cdf += 1.0
-            cdf *= 0.5
+            # Phi(x), kept for the backward: it is the costly part of both passes
+            cdf = _gelu_cdf(x)
             if ctx is not None:
                 ctx._aux = (approximate, cdf)
             return x * cdf
@@ -663,9 +711,7 @@ class GeluBackward(Function):
                 d *= _INV_SQRT_2PI
                 d *= x
                 if cdf is None:
-                    cdf = _erf(x * _SQRT1_2)
-                    cdf += 1.0
-                    cdf *= 0.5
+                    cdf = _gelu_cdf(x)
                 d += cdf
             return _times(d, g)
 
