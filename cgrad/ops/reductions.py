@@ -32,6 +32,7 @@ from cgrad.autograd.function import Function
 from cgrad.ops._util import contiguous_result
 from cgrad.ops.comparison import MaskedFillConst
 from cgrad.ops._util import _norm_dims
+from cgrad.ops._sums import _fast_sum, _sum_axes  # noqa: F401 (_sum_axes: tests)
 
 _INF = float("inf")
 
@@ -39,28 +40,6 @@ _INF = float("inf")
 # ----------------------------------------------------------------------------------------
 # sum, mean and sum_to (the one place where broadcast gradients are reduced)
 # ----------------------------------------------------------------------------------------
-
-
-# Note [Batch axis first]: NumPy reduces several non-adjacent axes of a C-contiguous array
-# (a batch norm's or a convolution bias's (0, 2, 3) over (N, C, H, W)) through its generic
-# iterator, whose inner loop runs over the last reduced run only: for small feature maps that
-# is 4-7x slower than reducing axis 0 first (N - 1 vector additions of whole contiguous
-# samples) and then the remaining axes, which are then adjacent or trailing. _sum_axes does
-# that for float32/float64 C-contiguous arrays whose reduced axes include 0 and not all axes;
-# the terms are the same and the order is another, so results agree with np.sum to rounding
-# (float16 and integer sums keep NumPy's path: float16 would accumulate in float16).
-def _sum_axes(arr, dims, keepdims=False):
-    """np.sum(arr, axis=dims, keepdims=keepdims), batch axis first (Note [Batch axis first])."""
-    if dims is not None and not isinstance(dims, int):
-        dims = tuple(sorted(dims))
-    if (dims is None or isinstance(dims, int) or len(dims) < 2 or dims[0] != 0
-            or len(dims) == arr.ndim
-            or arr.dtype.char not in "fd" or arr.shape[0] < 2
-            or not arr.flags.c_contiguous):
-        return np.sum(arr, axis=dims, keepdims=keepdims)
-    out = np.add.reduce(arr, axis=0)
-    out = np.sum(out, axis=tuple(d - 1 for d in dims[1:]), keepdims=keepdims)
-    return out[None] if keepdims else out
 
 
 class Sum(Function):
@@ -157,7 +136,7 @@ def _sum_to_array(arr, shape):
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and arr.shape[i + lead] != 1)
     if axes:
-        arr = _sum_axes(arr, axes, True)
+        arr = _fast_sum(arr, axes, True)
     if lead:
         arr = arr.reshape(shape)
     return arr
@@ -883,8 +862,12 @@ class Softmax(Function):
             out = arr.copy()
         else:
             with _errstate():
-                out = np.exp(arr - np.amax(arr, axis=ax, keepdims=True))
-                out /= np.sum(out, axis=ax, keepdims=True)
+                if arr.ndim:
+                    out = np.subtract(arr, np.amax(arr, axis=ax, keepdims=True))
+                    np.exp(out, out=out)
+                    out /= _fast_sum(out, ax, True)
+                else:
+                    out = np.exp(arr - arr)
             out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(np.asarray(out))
@@ -896,6 +879,13 @@ class Softmax(Function):
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
         dim = ctx._aux
+        if not is_grad_enabled() and out._data.ndim:
+            # first order in NumPy, the sum by gemv (Note [Sums by BLAS])
+            O = out._data
+            gx = g._data * O
+            gx = np.subtract(g._data, _fast_sum(gx, dim, True), out=gx)
+            gx *= O
+            return _wrap(gx), None
         return out * (g - (g * out).sum(dim, keepdim=True)), None
 
 
@@ -913,7 +903,7 @@ class LogSoftmax(Function):
         else:
             with _errstate():
                 out = arr - np.amax(arr, axis=ax, keepdims=True)
-                out -= np.log(np.sum(np.exp(out), axis=ax, keepdims=True))
+                out -= np.log(_fast_sum(np.exp(out), ax, True))
             out = contiguous_result(out, arr)
         if ctx is not None:
             out = _wrap(np.asarray(out))
@@ -925,6 +915,11 @@ class LogSoftmax(Function):
     def backward(ctx, g):
         (out,) = ctx.saved_tensors
         dim = ctx._aux
+        if not is_grad_enabled() and out._data.ndim:
+            G = g._data                 # first order in NumPy (Note [Sums by BLAS])
+            e = np.exp(out._data)
+            e *= _fast_sum(G, dim, True)
+            return _wrap(np.subtract(G, e, out=e)), None
         return g - out.exp() * g.sum(dim, keepdim=True), None
 
 

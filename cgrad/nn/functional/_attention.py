@@ -24,6 +24,7 @@ from cgrad import _C, _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _grad_enabled, _tname
+from cgrad.ops._sums import _fast_sum
 
 
 def _repeat_np(x, rep):
@@ -61,7 +62,7 @@ def _safe_softmax_np(s):
     m = s.max(axis=-1, keepdims=True)
     m = np.where(np.isneginf(m), 0, m)
     e = np.exp(s - m)
-    d = e.sum(axis=-1, keepdims=True)
+    d = _fast_sum(e, -1, True)
     d[d == 0] = 1
     e /= d
     return e
@@ -108,7 +109,7 @@ class _SDPA(Function):
             dp = np.matmul(ga, np.swapaxes(vr, -1, -2))
             if drop is not None:
                 dp *= drop
-            ds = dp - np.sum(dp * p, axis=-1, keepdims=True)
+            ds = dp - _fast_sum(dp * p, -1, True)
             ds *= p
             if nm:
                 gm = _wrap(ds.copy())

@@ -8,6 +8,7 @@ from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _shape_list, _tname
 from cgrad.ops.linalg import Mm
+from cgrad.ops._sums import _fast_sum
 from cgrad.ops.shape import T
 from cgrad.ops.shape import UnsafeView, View
 
@@ -77,7 +78,7 @@ class _Addmm(Function):
             G = g._data
             return (_wrap(G @ w._data) if nx else None,
                     _wrap(G.T @ x._data) if nw else None,
-                    (_wrap(G.sum(0)) if sum_bias else g) if nb else None)
+                    (_wrap(_fast_sum(G, 0)) if sum_bias else g) if nb else None)
         gx = Mm.apply(g, w) if nx else None
         gw = Mm.apply(T.apply(g), x) if nw else None
         gb = (g.sum(0) if sum_bias else g) if nb else None

@@ -14,6 +14,7 @@ from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list,
 from cgrad.ops.comparison import mask_fill
 # the op library's node (cgrad/ops/reduce_ext.py): LogSoftmaxBackward0
 from cgrad.ops.reductions import LogSoftmax as _LogSoftmax
+from cgrad.ops._sums import _fast_sum
 
 
 def _size_str(shape):
@@ -166,7 +167,7 @@ def _log_softmax_np(x, axis):
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     s = np.subtract(x, m, dtype=x.dtype)
     e = np.exp(s)
-    lse = np.log(np.sum(e, axis=axis, keepdims=True))
+    lse = np.log(_fast_sum(e, axis, True))
     s -= lse
     return s
 

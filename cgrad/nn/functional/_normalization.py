@@ -12,8 +12,15 @@ from cgrad import _C
 from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
-from cgrad.ops.reductions import _sum_axes
+from cgrad.ops._sums import _fast_sum, _sum_axes
 from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list, _tname
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class _LayerNorm(Function):
@@ -26,9 +33,18 @@ class _LayerNorm(Function):
     def forward(ctx, input, weight, bias, k, eps):
         x = input._data
         axes = tuple(range(x.ndim - k, x.ndim))
-        mu = x.mean(axis=axes, keepdims=True)
-        xc = x - mu
-        var = np.mean(np.square(xc), axis=axes, keepdims=True)
+        if x.dtype.char in "fd" and x.size:
+            # the statistics by gemv (Note [Sums by BLAS]): rows of a few dozen features
+            n = x.dtype.type(_prod(x.shape[x.ndim - k:]))
+            mu = _fast_sum(x, axes, True)
+            mu /= n
+            xc = x - mu
+            var = _fast_sum(np.square(xc), axes, True)
+            var /= n
+        else:
+            mu = x.mean(axis=axes, keepdims=True)
+            xc = x - mu
+            var = np.mean(np.square(xc), axis=axes, keepdims=True)
         rstd = 1.0 / np.sqrt(var + eps)
         rstd = rstd.astype(x.dtype, copy=False)
         xc *= rstd
@@ -57,16 +73,23 @@ class _LayerNorm(Function):
             gx = gw = gb = None
             if nx:
                 gh = G * w._data if w is not None else G
-                m1 = gh.mean(axis=axes, keepdims=True)
-                m2 = (gh * xhat).mean(axis=axes, keepdims=True)
+                if gh.dtype.char in "fd" and gh.size:      # Note [Sums by BLAS]
+                    n = gh.dtype.type(_prod(gh.shape[gh.ndim - len(axes):]))
+                    m1 = _fast_sum(gh, axes, True)
+                    m1 /= n
+                    m2 = _fast_sum(gh * xhat, axes, True)
+                    m2 /= n
+                else:
+                    m1 = gh.mean(axis=axes, keepdims=True)
+                    m2 = (gh * xhat).mean(axis=axes, keepdims=True)
                 gxa = gh - m1
                 gxa -= xhat * m2
                 gxa *= rstd
                 gx = _wrap(gxa)
             if nw:
-                gw = _wrap(_sum_axes(G * xhat, lead) if lead else G * xhat)
+                gw = _wrap(_fast_sum(G * xhat, lead) if lead else G * xhat)
             if nb:
-                gb = _wrap(_sum_axes(G, lead)) if lead else g
+                gb = _wrap(_fast_sum(G, lead)) if lead else g
             return gx, gw, gb, None, None
         if _grad_enabled():       # create_graph: mean and rstd as functions of x
             mu_t = x.mean(axes, keepdim=True)
