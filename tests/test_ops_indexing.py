@@ -318,11 +318,22 @@ def test_large_repeated_index_gradients_match_torch(layout, torch):
 @pytest.mark.parametrize("shape,axis,n", [((28, 64), 0, 512), ((65, 64), 0, 512),
                                           ((3, 40, 32), 1, 300), ((7, 3), 0, 20),
                                           ((400, 1), 0, 20000), ((4, 300, 16), 1, 5000)])
-def test_scatter_add_paths_are_bitwise_equal(shape, axis, n, dtype):
+@pytest.mark.parametrize("compiled", [True, False])
+def test_scatter_add_paths_are_bitwise_equal(shape, axis, n, dtype, compiled):
     """Note [Scatter-add order]: accumulate_along (CSR product or linear add.at, by size) sums
     in the order of np.add.at into zeros (sequential in index order), bitwise, with signed
-    zeros, infinities and NaNs among the rows."""
+    zeros, infinities and NaNs among the rows; the CSR product by cgrad._sparse's compiled
+    kernels and by scipy alike."""
     from cgrad.ops.indexing import accumulate_along
+    from cgrad.sparse import _kernels
+    prev = _kernels.use_extension(compiled)
+    try:
+        _scatter_add_case(accumulate_along, shape, axis, n, dtype)
+    finally:
+        _kernels.use_extension(prev)
+
+
+def _scatter_add_case(accumulate_along, shape, axis, n, dtype):
     rng = np.random.default_rng(5)
     m = shape[axis]
     idx = rng.integers(0, m, n)

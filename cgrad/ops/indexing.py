@@ -430,6 +430,26 @@ def _selection_matrix(idx, m, dtype):
     return sparse.csr_array((np.ones(n, dtype=dtype), order, indptr), shape=(m, n))
 
 
+_KERNELS = []
+
+
+def _select_rows(idx, m, src2d):
+    """_selection_matrix(idx, m) @ src2d: by the compiled counting-sort CSR and SpMM of
+    cgrad._sparse when in use (the same CSR, bit for bit scipy's product, without scipy's
+    constructor checks: 3x faster at embedding sizes), else by scipy."""
+    if not _KERNELS:
+        from cgrad.sparse import _kernels
+        _KERNELS.append(_kernels)
+    k = _KERNELS[0]
+    n = idx.shape[0]
+    if k._use_ext and n < 2 ** 31 and m < 2 ** 31:
+        ext = k._ext
+        perm, ind, indptr, _ = ext.csr_build(np.asarray(idx, dtype=np.int64),
+                                             np.arange(n, dtype=np.int64), m, n)
+        return ext.spmm_csr(indptr, ind, perm, np.ones(n, dtype=src2d.dtype), src2d, n)
+    return _selection_matrix(idx, m, src2d.dtype) @ src2d
+
+
 def accumulate_along(out, axis, idx, src):
     """out[(:,) * axis + (idx[j],)] += src[(:,) * axis + (j,)] for every j (repeated indices
     add up), for a C-contiguous `out` and a 1-D non-negative integer `idx` (< out.shape[axis]).
@@ -453,13 +473,13 @@ def accumulate_along(out, axis, idx, src):
     B = math.prod(shape[axis + 1:])
     if (src.size >= _ROWS_MIN_SIZE and A * B >= _ROWS_MIN_ROW and src.dtype == out.dtype
             and out.dtype in (np.float32, np.float64)):
-        sel = _selection_matrix(idx, m, out.dtype)
         s3 = src.reshape(A, n, B)
         if A == 1:
-            out.reshape(m, B)[...] += sel @ s3.reshape(n, B)
+            out.reshape(m, B)[...] += _select_rows(idx, m, s3.reshape(n, B))
         else:
             s2 = np.ascontiguousarray(s3.transpose(1, 0, 2)).reshape(n, A * B)
-            out.reshape(A, m, B)[...] += (sel @ s2).reshape(m, A, B).transpose(1, 0, 2)
+            out.reshape(A, m, B)[...] += _select_rows(idx, m, s2).reshape(m, A, B).transpose(
+                1, 0, 2)
         return out
     if A == 1 and B == 1:
         lin = idx
