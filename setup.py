@@ -76,5 +76,13 @@ sparse_ext = Extension(
     **sparse_opts,
 )
 
-setup(ext_modules=cythonize([ext, sparse_ext], compiler_directives=directives,
+memory_opts, _ = get_ext_options(threads=True)
+memory_ext = Extension(
+    "cgrad._memory",
+    sources=["cgrad/_memory.pyx", "csrc/cg_memory.c"],
+    depends=["csrc/cg_memory.h"],
+    **memory_opts,
+)
+
+setup(ext_modules=cythonize([ext, sparse_ext, memory_ext], compiler_directives=directives,
                             annotate=_flag("CGRAD_ANNOTATE")))

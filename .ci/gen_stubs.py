@@ -5,7 +5,8 @@
 
 Writes four stubs, each describing the module as it is after ``import cgrad``:
 
-* ``cgrad/_C.pyi`` and ``cgrad/_sparse.pyi``: the compiled modules (Cython signatures);
+* ``cgrad/_C.pyi``, ``cgrad/_sparse.pyi`` and ``cgrad/_memory.pyi``: the compiled modules
+  (Cython signatures);
 * ``cgrad/tensor.pyi``: ``Tensor`` with every method it has at run time, i.e. its own, those of
   ``_C.TensorBase`` and those installed from the op tables (``TENSOR_METHODS`` of the modules
   in ``cgrad.ops.OP_MODULES``), which a type checker cannot see in tensor.py;
@@ -32,7 +33,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import cgrad  # noqa: E402
-from cgrad import _C, _sparse  # noqa: E402
+from cgrad import _C, _memory, _sparse  # noqa: E402
 _tensor_mod = sys.modules["cgrad.tensor"]  # (cgrad.tensor is the function)
 from cgrad.ops import OP_MODULES  # noqa: E402
 
@@ -311,6 +312,12 @@ def stub_sparse():
                                                            lambda n: "Any", lambda n: "Any"))
 
 
+def stub_memory():
+    return _module_stub(_memory, function_type=lambda n: "Any",
+                        class_lines=lambda c: _class_lines(c, "cgrad._memory",
+                                                           lambda n: "Any", lambda n: "Any"))
+
+
 def _tensor_members():
     members = {}
     for klass in reversed(cgrad.Tensor.__mro__[:-1]):
@@ -366,6 +373,7 @@ def stub_init():
 STUBS = {
     "cgrad/_C.pyi": stub_C,
     "cgrad/_sparse.pyi": stub_sparse,
+    "cgrad/_memory.pyi": stub_memory,
     "cgrad/tensor.pyi": stub_tensor,
     "cgrad/__init__.pyi": stub_init,
 }

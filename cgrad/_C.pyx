@@ -42,6 +42,10 @@ import numpy as np
 from cgrad._warn import warn as _warn
 
 cnp.import_array()
+
+cdef extern from "numpy/arrayobject.h":
+    object PyDataMem_SetHandler(object handler)
+    object PyDataMem_GetHandler()
 cnp.import_ufunc()
 
 cdef extern from "Python.h":

@@ -136,8 +136,15 @@ cdef object _thread_quiet_context():
         return <object>ctx
     c = _contextvars.Context()
     c.run(_fp_var.set, _fp_quiet)
+    # NumPy's data allocator is a context variable too: the quiet context uses the one
+    # current here (Note [Array buffer cache]: cgrad's cache, after import cgrad)
+    c.run(_set_data_handler, PyDataMem_GetHandler())
     (<object>d)[_QUIET_KEY] = c
     return c
+
+
+def _set_data_handler(handler):
+    PyDataMem_SetHandler(handler)
 
 
 cdef inline object _quiet_on():

@@ -11,6 +11,8 @@ try:
 except ImportError as e:  # pragma: no cover - tested in a subprocess (test_packaging.py)
     from cgrad._ext_missing import message as _message
     raise ImportError(_message(e, __path__[0])) from e
+from cgrad import _memory  # noqa: E402  # Note [Array buffer cache] (csrc/cg_memory.h)
+_memory.install_default()
 
 from cgrad import _dtype
 from cgrad._dtype import (bool, complex64, complex128, double, float, float16, float32,

@@ -21,7 +21,7 @@ def _env():
 
 def test_package_ships_its_type_information():
     pkg = os.path.join(ROOT, "cgrad")
-    for name in ("py.typed", "_C.pyi", "_sparse.pyi", "tensor.pyi", "__init__.pyi"):
+    for name in ("py.typed", "_C.pyi", "_sparse.pyi", "_memory.pyi", "tensor.pyi", "__init__.pyi"):
         assert os.path.isfile(os.path.join(pkg, name)), name
 
 

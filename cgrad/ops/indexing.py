@@ -13,6 +13,7 @@ with cgrad ops, so double backward works.
 from __future__ import annotations
 
 import math
+import os
 import operator
 
 import numpy as np
@@ -430,23 +431,23 @@ def _selection_matrix(idx, m, dtype):
     return sparse.csr_array((np.ones(n, dtype=dtype), order, indptr), shape=(m, n))
 
 
-_KERNELS = []
+try:
+    from cgrad import _sparse as _sparse_ext
+except ImportError:  # pragma: no cover - only when the module was not built
+    _sparse_ext = None
+# the compiled path of _select_rows (CGRAD_NO_SPARSE_EXT=1 selects scipy, as cgrad.sparse)
+_SELECT_EXT = _sparse_ext is not None and os.environ.get("CGRAD_NO_SPARSE_EXT", "") in ("", "0")
 
 
 def _select_rows(idx, m, src2d):
     """_selection_matrix(idx, m) @ src2d: by the compiled counting-sort CSR and SpMM of
     cgrad._sparse when in use (the same CSR, bit for bit scipy's product, without scipy's
     constructor checks: 3x faster at embedding sizes), else by scipy."""
-    if not _KERNELS:
-        from cgrad.sparse import _kernels
-        _KERNELS.append(_kernels)
-    k = _KERNELS[0]
     n = idx.shape[0]
-    if k._use_ext and n < 2 ** 31 and m < 2 ** 31:
-        ext = k._ext
-        perm, ind, indptr, _ = ext.csr_build(np.asarray(idx, dtype=np.int64),
-                                             np.arange(n, dtype=np.int64), m, n)
-        return ext.spmm_csr(indptr, ind, perm, np.ones(n, dtype=src2d.dtype), src2d, n)
+    if _SELECT_EXT and n < 2 ** 31 and m < 2 ** 31:
+        perm, ind, indptr, _ = _sparse_ext.csr_build(np.asarray(idx, dtype=np.int64),
+                                                     np.arange(n, dtype=np.int64), m, n)
+        return _sparse_ext.spmm_csr(indptr, ind, perm, np.ones(n, dtype=src2d.dtype), src2d, n)
     return _selection_matrix(idx, m, src2d.dtype) @ src2d
 
 
