@@ -166,6 +166,8 @@ def test_environment_switch():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS on Linux")
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan reserves more address space than any limit allows")
 def test_out_of_memory_is_a_memoryerror_and_releases_the_cache():
     r = _run("""
         import resource
