@@ -17,7 +17,9 @@
  * pages are backed only once written, a reused block's all are, so an array that leaves
  * pages untouched (a scratch array used in part, a served block up to 1/8 larger than
  * asked) costs more. Measured peak RSS of the GAT benchmark: +0.7 % at 1M nodes / 10M
- * edges (8,021 MB against 7,966), +8 % at 100k / 1M (932 MB against 856). Cached bytes are bounded by `limit` (oldest released first) and by
+ * edges (8,021 MB against 7,966), +8 % at 100k / 1M (932 MB against 856). NumPy's realloc
+ * does not say the old size, so a big block resized by realloc is counted approximately
+ * (live is clamped at 0); the limit bounds the cache regardless. Cached bytes are bounded by `limit` (oldest released first) and by
  * CG_MEM_SLOTS blocks; cg_mem_empty() releases everything. A failed allocation releases
  * the whole cache and retries once.
  *
