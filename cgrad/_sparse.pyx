@@ -2,7 +2,8 @@
 """cgrad._sparse: the compiled sparse kernels (csrc/cg_sparse.c) behind cgrad.sparse.
 
 ``sddmm(row, col, G, B, out=None, nthreads=1)`` computes ``out[k] = dot(G[row[k]], B[col[k]])``
-for every stored entry k (the gradient of the values of a sparse matrix in ``A @ B``);
+for every stored entry k (the gradient of the values of a sparse matrix in ``A @ B``; per head
+for 3-D operands);
 ``csr_build`` / ``csr_transpose`` build CSR structures by stable counting sorts;
 ``spmm_csr`` multiplies a CSR matrix by a dense one, split over ``nthreads`` threads by output
 rows. All run their C loops with the GIL released (the arrays they read are held by the
@@ -20,11 +21,11 @@ cdef extern from "cg_sparse.h" nogil:
     int64_t cg_sddmm_f32(const int64_t *row, const int64_t *col, int64_t nnz,
                          const float *G, int64_t ldg, int64_t g_rows,
                          const float *B, int64_t ldb, int64_t b_rows,
-                         int64_t F, float *out, int nthreads)
+                         int64_t H, int64_t F, float *out, int nthreads)
     int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
                          const double *G, int64_t ldg, int64_t g_rows,
                          const double *B, int64_t ldb, int64_t b_rows,
-                         int64_t F, double *out, int nthreads)
+                         int64_t H, int64_t F, double *out, int nthreads)
     int cg_sparse_has_threads()
     int64_t cg_segment_sum(const int64_t *ids, int64_t nnz, const void *V, int64_t ldv,
                            int64_t H, int is_f64, double *acc, int64_t n, int nthreads)
@@ -34,9 +35,9 @@ cdef extern from "cg_sparse.h" nogil:
     int64_t cg_csr_transpose_i64(int64_t n, int64_t m, const int64_t *indptr,
                                  const int64_t *ind, const int64_t *perm, int64_t *tindptr,
                                  int64_t *tperm, int64_t *tind)
-    void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void *ind,
-                     const void *perm, const void *vals, const void *X, int64_t ldx,
-                     void *out, int nthreads)
+    void cg_spmm_csr(int kind, int64_t n, int64_t H, int64_t F, const void *indptr,
+                     const void *ind, const void *perm, const void *vals, const void *X,
+                     int64_t ldx, void *out, int nthreads)
     int64_t cg_csr_build_i32(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
                              int64_t m, int32_t *indptr, int64_t *perm, int32_t *ind)
     int64_t cg_csr_build_i64(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
@@ -61,6 +62,21 @@ cdef cnp.ndarray _dense_rows(object a, str name, object dtype):
         raise TypeError(f"sddmm: {name} must be a 2-D ndarray")
     if a.dtype != dtype:
         raise TypeError(f"sddmm: {name} has dtype {a.dtype}, expected {dtype}")
+    return _rows_of(a)
+
+
+cdef cnp.ndarray _heads_rows(object a, str name, object dtype):
+    """A 3-D (rows, H, F) float array as a 2-D (rows, H*F) one whose rows are contiguous (a
+    view when each row's H*F elements are contiguous, else a copy)."""
+    if not (cnp.PyArray_Check(a) and a.ndim == 3):
+        raise TypeError(f"sddmm: {name} must be a 3-D ndarray")
+    if a.dtype != dtype:
+        raise TypeError(f"sddmm: {name} has dtype {a.dtype}, expected {dtype}")
+    return _rows_of(a.reshape(a.shape[0], a.shape[1] * a.shape[2]))
+
+
+cdef cnp.ndarray _rows_of(object a):
+    """2-D a with contiguous aligned rows (a copy only when they are not)."""
     cdef cnp.ndarray arr = <cnp.ndarray>a
     cdef Py_ssize_t item = arr.itemsize
     if arr.shape[1] > 1 and arr.strides[1] != item:
@@ -78,6 +94,8 @@ def sddmm(row, col, G, B, out=None, int nthreads=1):
     row, col: 1-D int64 arrays of equal length; G (n, F) and B (m, F): float32 or float64
     arrays of the same dtype whose rows are contiguous; out: None or a contiguous writeable
     1-D array of that dtype and length. Raises IndexError for an index out of range.
+    Multi-head: G (n, H, F) and B (m, H, F) give out (nnz, H) with
+    ``out[k, h] = dot(G[row[k], h], B[col[k], h])`` (out=None only).
     """
     cdef cnp.ndarray r = _index_array(row, "row")
     cdef cnp.ndarray c = _index_array(col, "col")
@@ -89,14 +107,29 @@ def sddmm(row, col, G, B, out=None, int nthreads=1):
     dtype = G.dtype
     if dtype != np.float32 and dtype != np.float64:
         raise TypeError(f"sddmm: only float32 and float64 are supported, got {dtype}")
-    cdef cnp.ndarray g = _dense_rows(G, "G", dtype)
-    cdef cnp.ndarray b = _dense_rows(B, "B", dtype)
+    cdef int64_t H = 1
+    cdef cnp.ndarray g, b
+    if G.ndim == 3:
+        if not (cnp.PyArray_Check(B) and B.ndim == 3 and B.shape[1:] == G.shape[1:]):
+            raise ValueError("sddmm: for a 3-D G, B must be 3-D with G's last two sizes")
+        if out is not None:
+            raise ValueError("sddmm: out must be None for 3-D operands")
+        H = G.shape[1]
+        g = _heads_rows(G, "G", dtype)
+        b = _heads_rows(B, "B", dtype)
+    else:
+        g = _dense_rows(G, "G", dtype)
+        b = _dense_rows(B, "B", dtype)
     if g.shape[1] != b.shape[1]:
         raise ValueError(
             f"sddmm: G and B must have the same number of columns, got {g.shape[1]} and "
             f"{b.shape[1]}")
     cdef cnp.ndarray o
-    if out is None:
+    if G.ndim == 3:
+        o = <cnp.ndarray>np.empty((nnz, H), dtype=dtype)
+        if H == 0:
+            return o
+    elif out is None:
         o = <cnp.ndarray>np.empty(nnz, dtype=dtype)
     else:
         if not (cnp.PyArray_Check(out) and out.ndim == 1 and out.shape[0] == nnz
@@ -104,7 +137,7 @@ def sddmm(row, col, G, B, out=None, int nthreads=1):
             raise ValueError("sddmm: out must be a contiguous writeable 1-D array of length "
                              "nnz and G's dtype")
         o = <cnp.ndarray>out
-    cdef int64_t F = g.shape[1]
+    cdef int64_t F = g.shape[1] // H
     cdef Py_ssize_t item = g.itemsize
     cdef int64_t ldg = g.strides[0] // item if g.shape[0] > 1 else F
     cdef int64_t ldb = b.strides[0] // item if b.shape[0] > 1 else F
@@ -117,11 +150,11 @@ def sddmm(row, col, G, B, out=None, int nthreads=1):
     if dtype == np.float32:
         with nogil:
             bad = cg_sddmm_f32(rp, cp, nnz, <const float *>gp, ldg, g_rows,
-                               <const float *>bp, ldb, b_rows, F, <float *>op, nthreads)
+                               <const float *>bp, ldb, b_rows, H, F, <float *>op, nthreads)
     else:
         with nogil:
             bad = cg_sddmm_f64(rp, cp, nnz, <const double *>gp, ldg, g_rows,
-                               <const double *>bp, ldb, b_rows, F, <double *>op, nthreads)
+                               <const double *>bp, ldb, b_rows, H, F, <double *>op, nthreads)
     if bad >= 0:
         raise IndexError(
             f"sddmm: entry {bad} has index ({r[bad]}, {c[bad]}) out of range for G with "
@@ -234,7 +267,9 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
 
     indptr/ind: int32 or int64 (same); perm: None, int64, or int32 with int32 indices;
     vals: float32/float64 1-D; X: (m,) or (m, F) of vals' dtype, rows contiguous. The
-    structure is trusted (built by csr_build / csr_transpose); shapes are checked."""
+    structure is trusted (built by csr_build / csr_transpose); shapes are checked.
+    Multi-head: vals (nnz, H) and X (m, H, F) give (n, H, F), head h the product of the
+    matrix with values vals[:, h] and X[:, h] (H matrices sharing one structure)."""
     wide = cnp.PyArray_Check(indptr) and indptr.dtype == np.int64
     itype = np.int64 if wide else np.int32
     cdef cnp.ndarray ip = _plain(indptr, itype, "indptr")
@@ -248,7 +283,16 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
     if not cnp.PyArray_Check(vals) or vals.dtype not in (np.float32, np.float64):
         raise TypeError("spmm_csr: vals must be a float32 or float64 ndarray")
     dtype = vals.dtype
-    cdef cnp.ndarray v = _plain(vals, dtype, "vals")
+    cdef int64_t H = 1
+    heads = vals.ndim == 2
+    cdef cnp.ndarray v
+    if heads:
+        H = vals.shape[1]
+        v = <cnp.ndarray>np.ascontiguousarray(vals)
+        if not cnp.PyArray_ISALIGNED(v):
+            v = np.require(v, None, ["C", "A"])
+    else:
+        v = _plain(vals, dtype, "vals")
     cdef cnp.ndarray pp
     cdef const void *permp = NULL
     cdef int p32 = 0
@@ -263,15 +307,24 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
         permp = cnp.PyArray_DATA(pp)
     elif v.shape[0] != nnz:
         raise ValueError("spmm_csr: vals must have one entry per position")
-    if not cnp.PyArray_Check(X) or X.dtype != dtype or X.ndim not in (1, 2):
-        raise TypeError("spmm_csr: X must be a 1-D or 2-D ndarray of vals' dtype")
-    one_d = X.ndim == 1
-    cdef cnp.ndarray x = _dense_rows(X.reshape(-1, 1) if one_d else X, "X", dtype)
+    one_d = False
+    cdef cnp.ndarray x
+    if heads:
+        if not (cnp.PyArray_Check(X) and X.dtype == dtype and X.ndim == 3
+                and X.shape[1] == H):
+            raise TypeError("spmm_csr: for 2-D vals, X must be a 3-D ndarray (m, H, F) of "
+                            "vals' dtype")
+        x = _heads_rows(X, "X", dtype)
+    else:
+        if not cnp.PyArray_Check(X) or X.dtype != dtype or X.ndim not in (1, 2):
+            raise TypeError("spmm_csr: X must be a 1-D or 2-D ndarray of vals' dtype")
+        one_d = X.ndim == 1
+        x = _dense_rows(X.reshape(-1, 1) if one_d else X, "X", dtype)
     if x.shape[0] != m:
         raise ValueError(f"spmm_csr: X has {x.shape[0]} rows, expected {m}")
-    cdef int64_t F = x.shape[1]
-    cdef int64_t ldx = x.strides[0] // x.itemsize if x.shape[0] > 1 else F
-    cdef cnp.ndarray out = <cnp.ndarray>np.empty((n, F), dtype=dtype)
+    cdef int64_t F = X.shape[2] if heads else x.shape[1]
+    cdef int64_t ldx = x.strides[0] // x.itemsize if x.shape[0] > 1 else H * F
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty((n, H * F), dtype=dtype)
     cdef int kind
     if p32:
         kind = 5 if dtype == np.float64 else 4
@@ -285,7 +338,9 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
     cdef const void *xd = cnp.PyArray_DATA(x)
     cdef void *od = cnp.PyArray_DATA(out)
     with nogil:
-        cg_spmm_csr(kind, n, F, ipd, ixd, permp, vd, xd, ldx, od, nthreads)
+        cg_spmm_csr(kind, n, H, F, ipd, ixd, permp, vd, xd, ldx, od, nthreads)
+    if heads:
+        return out.reshape(n, H, F)
     return out.reshape(n) if one_d else out
 
 

@@ -62,10 +62,11 @@ CG_DEFINE_DOT(dot_f64, double)
 #define CG_DEFINE_RANGE(NAME, T, DOT)                                                     \
     static int64_t NAME(const int64_t *row, const int64_t *col, int64_t lo, int64_t hi,   \
                         const T *G, int64_t ldg, int64_t g_rows, const T *B, int64_t ldb, \
-                        int64_t b_rows, int64_t F, T *out)                                \
+                        int64_t b_rows, int64_t H, int64_t F, T *out)                     \
     {                                                                                     \
         const int64_t step = 64 / (int64_t)sizeof(T);     /* elements per cache line */   \
-        int64_t k, q;                                                                     \
+        const int64_t HF = H * F;                                                         \
+        int64_t k, q, h;                                                                  \
         for (k = lo; k < hi; k++) {                                                       \
             int64_t r = row[k], c = col[k];                                               \
             if (r < 0 || r >= g_rows || c < 0 || c >= b_rows)                             \
@@ -73,13 +74,14 @@ CG_DEFINE_DOT(dot_f64, double)
             if (k + CG_PREFETCH_AHEAD < hi) {                                             \
                 int64_t pr = row[k + CG_PREFETCH_AHEAD], pc = col[k + CG_PREFETCH_AHEAD]; \
                 if (pr >= 0 && pr < g_rows && pc >= 0 && pc < b_rows) {                   \
-                    for (q = 0; q < F; q += step) {                                       \
+                    for (q = 0; q < HF; q += step) {                                      \
                         CG_PREFETCH(G + pr * ldg + q);                                    \
                         CG_PREFETCH(B + pc * ldb + q);                                    \
                     }                                                                     \
                 }                                                                         \
             }                                                                             \
-            out[k] = DOT(G + r * ldg, B + c * ldb, F);                                    \
+            for (h = 0; h < H; h++)                                                       \
+                out[k * H + h] = DOT(G + r * ldg + h * F, B + c * ldb + h * F, F);        \
         }                                                                                 \
         return -1;                                                                        \
     }
@@ -91,7 +93,7 @@ typedef struct {
     const int64_t *row, *col;
     int64_t lo, hi;
     const void *G, *B;
-    int64_t ldg, g_rows, ldb, b_rows, F;
+    int64_t ldg, g_rows, ldb, b_rows, H, F;
     void *out;
     int is_f64;
     int64_t bad;
@@ -101,11 +103,11 @@ static void run_job(cg_sddmm_job_t *j)
 {
     if (j->is_f64)
         j->bad = range_f64(j->row, j->col, j->lo, j->hi, (const double *)j->G, j->ldg,
-                           j->g_rows, (const double *)j->B, j->ldb, j->b_rows, j->F,
+                           j->g_rows, (const double *)j->B, j->ldb, j->b_rows, j->H, j->F,
                            (double *)j->out);
     else
         j->bad = range_f32(j->row, j->col, j->lo, j->hi, (const float *)j->G, j->ldg,
-                           j->g_rows, (const float *)j->B, j->ldb, j->b_rows, j->F,
+                           j->g_rows, (const float *)j->B, j->ldb, j->b_rows, j->H, j->F,
                            (float *)j->out);
 }
 
@@ -119,7 +121,7 @@ static void *thread_main(void *arg)
 
 static int64_t sddmm(const int64_t *row, const int64_t *col, int64_t nnz, const void *G,
                      int64_t ldg, int64_t g_rows, const void *B, int64_t ldb, int64_t b_rows,
-                     int64_t F, void *out, int nthreads, int is_f64)
+                     int64_t H, int64_t F, void *out, int nthreads, int is_f64)
 {
     cg_sddmm_job_t jobs[CG_MAX_THREADS];
     int64_t work, bad = -1;
@@ -129,7 +131,9 @@ static int64_t sddmm(const int64_t *row, const int64_t *col, int64_t nnz, const 
         return -1;
     if (F < 1)
         F = 0;
-    work = nnz * (F > 0 ? F : 1);
+    if (H < 1)
+        return -1;
+    work = nnz * H * (F > 0 ? F : 1);
     if (n > CG_MAX_THREADS)
         n = CG_MAX_THREADS;
     if (!CG_HAVE_PTHREADS || n < 2)
@@ -147,6 +151,7 @@ static int64_t sddmm(const int64_t *row, const int64_t *col, int64_t nnz, const 
         jobs[t].g_rows = g_rows;
         jobs[t].ldb = ldb;
         jobs[t].b_rows = b_rows;
+        jobs[t].H = H;
         jobs[t].F = F;
         jobs[t].out = out;
         jobs[t].is_f64 = is_f64;
@@ -183,17 +188,17 @@ static int64_t sddmm(const int64_t *row, const int64_t *col, int64_t nnz, const 
 int64_t cg_sddmm_f32(const int64_t *row, const int64_t *col, int64_t nnz,
                      const float *G, int64_t ldg, int64_t g_rows,
                      const float *B, int64_t ldb, int64_t b_rows,
-                     int64_t F, float *out, int nthreads)
+                     int64_t H, int64_t F, float *out, int nthreads)
 {
-    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, F, out, nthreads, 0);
+    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, H, F, out, nthreads, 0);
 }
 
 int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
                      const double *G, int64_t ldg, int64_t g_rows,
                      const double *B, int64_t ldb, int64_t b_rows,
-                     int64_t F, double *out, int nthreads)
+                     int64_t H, int64_t F, double *out, int nthreads)
 {
-    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, F, out, nthreads, 1);
+    return sddmm(row, col, nnz, G, ldg, g_rows, B, ldb, b_rows, H, F, out, nthreads, 1);
 }
 
 int cg_sparse_has_threads(void)
@@ -294,7 +299,7 @@ CG_DEFINE_TRANSPOSE(cg_csr_transpose_i64, int64_t)
  * SpMM over CSR rows (see cg_sparse.h). */
 
 typedef struct {
-    int64_t lo, hi, F, ldx;
+    int64_t lo, hi, H, F, ldx;
     const void *indptr, *ind, *perm, *vals, *X;
     void *out;
     int kind;
@@ -307,25 +312,30 @@ typedef struct {
         const PT *perm = (const PT *)j->perm;                                             \
         const T *vals = (const T *)j->vals, *X = (const T *)j->X;                         \
         T *out = (T *)j->out;                                                             \
-        const int64_t F = j->F, ldx = j->ldx;                                             \
+        const int64_t H = j->H, F = j->F, HF = j->H * j->F, ldx = j->ldx;                 \
         const int64_t step = 64 / (int64_t)sizeof(T), end = (int64_t)indptr[j->hi];    \
-        int64_t i, jj, f, q;                                                              \
+        int64_t i, jj, f, q, h;                                                           \
         for (i = j->lo; i < j->hi; i++) {                                                 \
-            T *y = out + i * F;                                                           \
-            for (f = 0; f < F; f++)                                                       \
+            T *y = out + i * HF;                                                          \
+            for (f = 0; f < HF; f++)                                                      \
                 y[f] = 0;                                                                 \
             for (jj = (int64_t)indptr[i]; jj < (int64_t)indptr[i + 1]; jj++) {            \
-                const T a = perm ? vals[perm[jj]] : vals[jj];                             \
+                const T *v = vals + (perm ? (int64_t)perm[jj] : jj) * H;                  \
                 const T *x = X + (int64_t)ind[jj] * ldx;                                  \
                 if (jj + CG_PREFETCH_AHEAD < end) {  /* X rows are read in random order */ \
                     const T *px = X + (int64_t)ind[jj + CG_PREFETCH_AHEAD] * ldx;         \
-                    for (q = 0; q < F; q += step)                                         \
+                    for (q = 0; q < HF; q += step)                                        \
                         CG_PREFETCH(px + q);                                              \
                     if (perm)                                                             \
-                        CG_PREFETCH(vals + perm[jj + CG_PREFETCH_AHEAD]);                 \
+                        CG_PREFETCH(vals + (int64_t)perm[jj + CG_PREFETCH_AHEAD] * H);    \
                 }                                                                         \
-                for (f = 0; f < F; f++)                                                   \
-                    y[f] += a * x[f];                                                     \
+                for (h = 0; h < H; h++) {                                                 \
+                    const T a = v[h];                                                     \
+                    T *yh = y + h * F;                                                    \
+                    const T *xh = x + h * F;                                              \
+                    for (f = 0; f < F; f++)                                               \
+                        yh[f] += a * xh[f];                                               \
+                }                                                                         \
             }                                                                             \
         }                                                                                 \
     }
@@ -363,19 +373,19 @@ static int64_t indptr_at(const void *indptr, int wide, int64_t i)
     return wide ? ((const int64_t *)indptr)[i] : (int64_t)((const int32_t *)indptr)[i];
 }
 
-void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void *ind,
-                 const void *perm, const void *vals, const void *X, int64_t ldx, void *out,
-                 int nthreads)
+void cg_spmm_csr(int kind, int64_t n, int64_t H, int64_t F, const void *indptr,
+                 const void *ind, const void *perm, const void *vals, const void *X,
+                 int64_t ldx, void *out, int nthreads)
 {
     cg_spmm_job_t jobs[CG_MAX_THREADS];
     int wide = (kind == CG_SPMM_F32_I64_P64 || kind == CG_SPMM_F64_I64_P64);
     int64_t nnz, work, lo = 0;
     int t, nt = nthreads;
 
-    if (n <= 0)
+    if (n <= 0 || H < 1)
         return;
     nnz = indptr_at(indptr, wide, n);
-    work = (nnz + n) * (F > 0 ? F : 1);
+    work = (nnz + n) * H * (F > 0 ? F : 1);
     if (nt > CG_MAX_THREADS)
         nt = CG_MAX_THREADS;
     if (!CG_HAVE_PTHREADS || nt < 2)
@@ -399,6 +409,7 @@ void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void 
         }
         jobs[t].lo = lo;
         jobs[t].hi = hi;
+        jobs[t].H = H;
         jobs[t].F = F;
         jobs[t].ldx = ldx;
         jobs[t].indptr = indptr;

@@ -1,14 +1,18 @@
 /* cg_sparse.h: sampled dense-dense products (SDDMM) for sparse gradients.
  *
- * out[k] = dot(G[row[k], :], B[col[k], :])   for k in [0, nnz)
+ * out[k * H + h] = dot(G[row[k], h, :], B[col[k], h, :])   for k in [0, nnz), h in [0, H)
+ *
+ * (H = 1: out[k] = dot(G[row[k], :], B[col[k], :]); H > 1: H heads that share the
+ * indices, each with its own F elements of a row: the multi-head products of cgrad.spmm.)
  *
  * This is the gradient of the stored values of a sparse matrix A in A @ B, given the
  * gradient G of the product: O(nnz * F) time and no memory beyond `out`.
  *
  * Pure C (no Python.h, no NumPy): the Cython layer (cgrad/_sparse.pyx) extracts the
  * pointers and calls these functions with the GIL released. Contracts:
- *   - row, col: nnz int64 entries; G: rows of F elements, row r at G + r * ldg; B likewise
- *     with ldb (ld may be 0 for a broadcast row); out: nnz elements, written once each;
+ *   - row, col: nnz int64 entries; G: rows of H * F elements, row r at G + r * ldg, its
+ *     head h at G + r * ldg + h * F; B likewise with ldb (ld may be 0 for a broadcast row);
+ *     out: nnz * H elements, written once each; H >= 1 (H < 1: nothing done, -1);
  *   - row[k] must lie in [0, g_rows) and col[k] in [0, b_rows); the functions check it and
  *     return the offending position k (>= 0) without touching out[k..] of that chunk, or
  *     -1 on success;
@@ -29,12 +33,12 @@ extern "C" {
 int64_t cg_sddmm_f32(const int64_t *row, const int64_t *col, int64_t nnz,
                      const float *G, int64_t ldg, int64_t g_rows,
                      const float *B, int64_t ldb, int64_t b_rows,
-                     int64_t F, float *out, int nthreads);
+                     int64_t H, int64_t F, float *out, int nthreads);
 
 int64_t cg_sddmm_f64(const int64_t *row, const int64_t *col, int64_t nnz,
                      const double *G, int64_t ldg, int64_t g_rows,
                      const double *B, int64_t ldb, int64_t b_rows,
-                     int64_t F, double *out, int nthreads);
+                     int64_t H, int64_t F, double *out, int nthreads);
 
 /* CSR arrays of a 2-D COO pattern (row[k], col[k]) of shape (n, m), by a stable counting
  * sort on the rows: O(nnz + n) time, one n-element scratch array.
@@ -69,10 +73,12 @@ int64_t cg_csr_transpose_i64(int64_t n, int64_t m, const int64_t *indptr, const 
                              const int64_t *perm, int64_t *tindptr, int64_t *tperm,
                              int64_t *tind);
 
-/* out (n, F, contiguous) = A @ X for the CSR matrix A (indptr, ind) whose value at CSR
- * position jj is vals[perm[jj]] (perm NULL: vals[jj]); X row r at X + r * ldx. Each output
- * row is set to 0 and then gets a * X[ind[jj]] added in CSR order, element by element: the
- * sums of scipy's csr_matvecs, bit for bit. nthreads > 1 splits the rows into contiguous
+/* out (n, H, F, contiguous) = A_h @ X[:, h, :] for every head h < H, for the CSR matrices
+ * A_h (indptr, ind) whose value at CSR position jj is vals[perm[jj] * H + h] (perm NULL:
+ * vals[jj * H + h]); X row r at X + r * ldx, its head h at X + r * ldx + h * F (H = 1: one
+ * matrix, out (n, F)). Each output row is set to 0 and then gets a * X[ind[jj], h] added in
+ * CSR order, element by element: per head the sums of scipy's csr_matvecs, bit for bit,
+ * and so those of the block-diagonal (n*H, m*H) matrix with entries (i*H + h, j*H + h). nthreads > 1 splits the rows into contiguous
  * ranges (each thread owns whole output rows), so the result never depends on it. Indices
  * are trusted (the structure was built and checked by cg_csr_build / cg_csr_transpose).
  * kind: value type, index type and perm type. */
@@ -82,9 +88,9 @@ int64_t cg_csr_transpose_i64(int64_t n, int64_t m, const int64_t *indptr, const 
 #define CG_SPMM_F64_I64_P64 3
 #define CG_SPMM_F32_I32_P32 4
 #define CG_SPMM_F64_I32_P32 5
-void cg_spmm_csr(int kind, int64_t n, int64_t F, const void *indptr, const void *ind,
-                 const void *perm, const void *vals, const void *X, int64_t ldx, void *out,
-                 int nthreads);
+void cg_spmm_csr(int kind, int64_t n, int64_t H, int64_t F, const void *indptr,
+                 const void *ind, const void *perm, const void *vals, const void *X,
+                 int64_t ldx, void *out, int nthreads);
 
 /* acc[ids[k] * H + c] += V[k * ldv + c] for k in [0, nnz), c in [0, H), in float64
  * (float32 values are widened), k ascending: np.bincount(ids, weights=V[:, c]) bit for bit.

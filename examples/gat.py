@@ -19,10 +19,13 @@ How a layer is computed (N nodes, E edges including self loops, H heads of F fea
 * ``e = leaky_relu(s[row] + t[col])`` per edge and head, (E, H);
 * a numerically stable softmax over each row's edges: ``p = exp(e - max_row(e))`` (the max
   is a constant: it cancels, so no gradient flows through it), ``den = segment_sum(p, row)``;
-* ``out = spmm(dropout(p), h) / den``: all heads in ONE sparse product, over the
+* ``out = spmm(dropout(p), h) / den``: all heads in ONE sparse product with H heads
+  (``cgrad.spmm`` with (E, H) values and an (N, H, F) dense operand): head k's weights of
+  the edges on the graph's one (N, N) structure, so only E indices are stored and sorted
+  (its CSR built once, its transpose in the first backward), not the E*H of the
   block-diagonal (N*H) x (N*H) matrix whose entry (i*H + k, j*H + k) is head k's weight of
-  edge (i, j). With this node-major numbering the values are ``p.reshape(-1)`` and the dense
-  operand is ``h.view(N*H, F)``: no transposes or copies. Its backward costs O(E*H*F).
+  edge (i, j) (the same sums, bit for bit). The values are ``p`` and the dense operand
+  ``h.view(N, H, F)``: no transposes or copies. Its backward costs O(E*H*F).
 
 No N x N matrix is ever built (pyGAT calls ``adj.nonzero()`` on a dense N x N adjacency in
 every layer of every forward, and its backward builds a dense N x N gradient).
@@ -56,10 +59,11 @@ class Graph:
     """The propagation structure of a graph, computed once.
 
     ``row``/``col``: int64 (E,) edge endpoints sorted by (row, col), self loops included
-    (row i aggregates over its neighbours col j). ``heads_index(H)``: the structure of the
-    block-diagonal multi-head matrix, a ``cgrad.sparse.Pattern`` over its (2, E*H) indices,
-    cached per H: the Pattern owns the index array (no copy, bounds checked once) and caches
-    its CSR structure, so no epoch checks or copies E*H index pairs again.
+    (row i aggregates over its neighbours col j). ``pattern``: the (N, N) structure of the
+    edges, a ``cgrad.sparse.Pattern`` that owns the (2, E) index array (``row`` and ``col``
+    are read-only views of it; bounds checked once) and caches its CSR structure and its
+    transpose's, so no epoch checks or copies the index pairs again. Every layer's heads
+    share it (``cgrad.spmm`` with (E, H) values).
     """
 
     def __init__(self, edge_index, num_nodes):
@@ -76,12 +80,16 @@ class Graph:
             np.not_equal(lin[1:], lin[:-1], out=keep[1:])
             lin = lin[keep]
         self.num_nodes = n
-        self.row = lin // n
-        self.col = lin % n
-        self.num_edges = lin.shape[0]
+        idx = np.empty((2, lin.shape[0]), dtype=np.int64)
+        np.floor_divide(lin, n, out=idx[0])
+        np.remainder(lin, n, out=idx[1])
+        del lin
+        # sorted and unique: canonical; the Pattern takes over idx (read-only from here)
+        self.pattern = sparse.Pattern(idx, (n, n), canonical=True)
+        self.row, self.col = idx[0], idx[1]
+        self.num_edges = idx.shape[1]
         # CSR row starts; every row is non-empty (self loop), so reduceat is a per-row reduce
         self.starts = np.searchsorted(self.row, np.arange(n))
-        self._heads = {}
 
     def row_max(self, e):
         """The max of each row's edge values, repeated on the row's edges: a constant (no
@@ -89,19 +97,6 @@ class Graph:
         5x faster on row-sorted edges (reduceat instead of np.maximum.at)."""
         v = e.numpy()
         return cgrad.from_numpy(np.maximum.reduceat(v, self.starts, axis=0).take(self.row, 0))
-
-    def heads_index(self, heads):
-        idx = self._heads.get(heads)
-        if idx is None:
-            k = np.arange(heads, dtype=np.int64)
-            big = np.empty((2, self.num_edges, heads), dtype=np.int64)
-            for dst, src in ((big[0], self.row), (big[1], self.col)):   # no temporaries
-                np.multiply(src[:, None], heads, out=dst)
-                dst += k
-            big = big.reshape(2, -1)
-            nh = self.num_nodes * heads
-            idx = self._heads[heads] = sparse.Pattern(big, (nh, nh))   # takes over `big`
-        return idx
 
 
 class SparseFeatures:
@@ -183,9 +178,8 @@ def graph_attention(h, a_src, a_dst, graph, alpha=0.2, dropout=0.0, training=Fal
     p = (e - m).exp()                                        # in (0, 1], 1 at each row's max
     den = sparse.segment_sum(p, row, n)                      # (N, H) >= 1: never 0
     p = F.dropout(p, dropout, training)
-    out = cgrad.spmm(graph.heads_index(H), p.reshape(-1), (n * H, n * H),
-                     h.view(n * H, Fo))                      # all heads: one product
-    return out.view(n, H, Fo) / den.unsqueeze(-1)
+    out = cgrad.spmm(graph.pattern, p, (n, n), h.view(n, H, Fo))   # all heads: one product
+    return out / den.unsqueeze(-1)
 
 
 class GATLayer(nn.Module):

@@ -224,25 +224,32 @@ def test_sparse_tensor_structure_cannot_be_edited_behind_its_caches():
     np.testing.assert_allclose((s2 @ cgrad.tensor(B)).numpy(), _dense(a, vals, (2, 2)) @ B)
 
 
-def test_gat_example_heads_index_cannot_be_edited():
-    # the path of examples/gat.py: its heads index is a cgrad.sparse.Pattern that owns the
-    # index array, kept across steps; the array is read-only, so a write raises instead of
-    # leaving the cached CSR stale, and the products stay those of the indices
+def test_gat_example_pattern_cannot_be_edited():
+    # the path of examples/gat.py: its graph structure is a cgrad.sparse.Pattern that owns
+    # the index array, kept across steps; the array (and the row/col views of it) are
+    # read-only, so a write raises instead of leaving the cached CSR stale, and the products
+    # (one head and several) stay those of the indices
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
     try:
         import gat
     finally:
         sys.path.pop(0)
     g = gat.Graph(np.array([[0, 1, 2], [1, 2, 0]]), 3)
-    idx = g.heads_index(2)
-    n = 3 * 2
+    idx = g.pattern
+    n = 3
     rng = np.random.default_rng(2)
     vals = rng.standard_normal(idx.nnz)
     B = rng.standard_normal((n, 3))
     _check_spmm(idx, idx.idx, vals, (n, n), B)
+    heads = rng.standard_normal((idx.nnz, 2))
+    B3 = rng.standard_normal((n, 2, 3))
+    before = cgrad.spmm(idx, heads, (n, n), B3).numpy()
     with pytest.raises(ValueError):
         idx.idx[1, :3] = 0
+    with pytest.raises(ValueError):
+        g.col[:3] = 0
     _check_spmm(idx, idx.idx, vals, (n, n), B)
+    np.testing.assert_array_equal(cgrad.spmm(idx, heads, (n, n), B3).numpy(), before)
 
 
 # ========================================================================================

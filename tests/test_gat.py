@@ -83,15 +83,12 @@ def test_graph_structure(gat):
     lin = g.row * N + g.col
     assert np.all(np.diff(lin) > 0)                          # sorted, unique
     assert set(zip(g.row[g.row == g.col], g.col[g.row == g.col])) == {(i, i) for i in range(N)}
-    idx = g.heads_index(3)
-    assert idx is g.heads_index(3)                           # cached: one Pattern
-    assert isinstance(idx, cgrad.sparse.Pattern) and idx.shape == (3 * N, 3 * N)
-    big = idx.idx
-    assert not big.flags.writeable                           # owned by the Pattern
-    assert big.shape == (2, 3 * g.num_edges)
-    np.testing.assert_array_equal(big[0].reshape(-1, 3) // 3, np.repeat(g.row[:, None], 3, 1))
-    np.testing.assert_array_equal(big[1].reshape(-1, 3) % 3,
-                                  np.tile(np.arange(3), (g.num_edges, 1)))
+    p = g.pattern                                            # one (N, N) Pattern for all heads
+    assert isinstance(p, cgrad.sparse.Pattern) and p.shape == (N, N)
+    assert p.is_canonical() and p.nnz == g.num_edges
+    assert not p.idx.flags.writeable                         # owned by the Pattern
+    assert np.shares_memory(g.row, p.idx) and np.shares_memory(g.col, p.idx)
+    np.testing.assert_array_equal(p.idx, np.stack([g.row, g.col]))
     # self loops already present and duplicates are merged
     g2 = gat["Graph"](np.concatenate([EDGES, EDGES, [[2], [2]]], 1), N)
     np.testing.assert_array_equal(g2.row, g.row)

@@ -93,7 +93,8 @@ def csr_transpose(indptr, ind, perm, n, m):
 
 def spmm_csr(indptr, ind, perm, vals, X, m):
     """CSR matrix (values ``vals[perm]``) @ X with the sparse threads: bit for bit scipy's
-    csr_matvecs whatever the thread count (see cgrad._sparse.spmm_csr)."""
+    csr_matvecs whatever the thread count (see cgrad._sparse.spmm_csr). vals (nnz, H) and X
+    (m, H, F): H heads sharing the structure, (n, H, F) out."""
     return _ext.spmm_csr(indptr, ind, perm, vals, X, m, _threads.sparse_threads())
 
 
@@ -142,11 +143,21 @@ def sddmm_numpy(row, col, G, B, out=None, chunk=CHUNK):
 
 
 def sddmm(row, col, G, B):
-    """out[k] = dot(G[row[k]], B[col[k]]) for int64 row/col and 2-D float G, B of one dtype.
+    """out[k] = dot(G[row[k]], B[col[k]]) for int64 row/col and 2-D float G, B of one dtype;
+    for 3-D G (n, H, F) and B (m, H, F), out (nnz, H) with ``out[k, h] = dot(G[row[k], h],
+    B[col[k], h])`` (H heads sharing the indices; the same dot products, bit for bit, as
+    G.reshape(n*H, F) and B.reshape(m*H, F) at the block-diagonal indices row*H + h).
 
     Indices must be valid (the caller's structure was validated); the compiled kernel checks
     them again and raises IndexError, the NumPy path clips.
     """
     if _use_ext and G.dtype.kind == "f" and G.dtype.itemsize in (4, 8):
+        if G.ndim == 3:
+            return _ext.sddmm(row, col, G, B, None, _threads.sparse_threads())
         return _ext.sddmm(row, col, _rows(G), _rows(B), None, _threads.sparse_threads())
+    if G.ndim == 3:
+        out = np.empty((row.shape[0], G.shape[1]), dtype=G.dtype)
+        for h in range(G.shape[1]):
+            out[:, h] = sddmm_numpy(row, col, G[:, h], B[:, h])
+        return out
     return sddmm_numpy(row, col, G, B)

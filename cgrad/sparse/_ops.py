@@ -39,6 +39,14 @@ def _check_mm_shapes(shape, B):
             f"mat1 and mat2 shapes cannot be multiplied ({n}x{m} and {B.shape[0]}{q})")
 
 
+def _check_heads_shapes(shape, H, B):
+    n, m = shape
+    if B.ndim != 3 or B.shape[0] != m or B.shape[1] != H:
+        raise RuntimeError(
+            f"spmm: with values of {H} heads, b must have shape [{m}, {H}, F], got "
+            f"{list(B.shape)}")
+
+
 def _product(pattern, vals, B):
     return pattern.product(vals, B)
 
@@ -62,11 +70,14 @@ class SpMM(Function):
         V, B = values._data, b._data
         if pattern.ndim != 2:
             raise RuntimeError("spmm: the sparse operand must be 2-D")
-        if V.ndim != 1 or V.shape[0] != pattern.nnz:
+        if V.ndim == 2 and V.shape[0] == pattern.nnz:
+            _check_heads_shapes(pattern.shape, V.shape[1], B)
+        elif V.ndim != 1 or V.shape[0] != pattern.nnz:
             raise RuntimeError(
-                f"spmm: values must have shape [{pattern.nnz}] (one per index), got "
-                f"{list(V.shape)}")
-        _check_mm_shapes(pattern.shape, B)
+                f"spmm: values must have shape [{pattern.nnz}] (one per index) or "
+                f"[{pattern.nnz}, H] (H heads), got {list(V.shape)}")
+        else:
+            _check_mm_shapes(pattern.shape, B)
         _check_dtypes(V.dtype, B.dtype)
         if ctx is not None:
             ctx._aux = pattern
@@ -80,14 +91,16 @@ class SpMM(Function):
         _, nv, nb = ctx.needs_input_grad
         gv = gb = None
         if nv:
-            gv = Sddmm.apply(pattern, _as2d(g), _as2d(b))
+            gv = Sddmm.apply(pattern, g, b) if g.dim() == 3 else \
+                Sddmm.apply(pattern, _as2d(g), _as2d(b))
         if nb:
             gb = SpMM.apply(pattern.T(), values, g)
         return None, gv, gb
 
 
 class Sddmm(Function):
-    """sddmm(pattern, G, B)[k] = dot(G[row[k]], B[col[k]]) (sampled dense-dense product).
+    """sddmm(pattern, G, B)[k] = dot(G[row[k]], B[col[k]]) (sampled dense-dense product);
+    per head for 3-D G (n, H, F) and B (m, H, F): (nnz, H).
 
     d/dG = A(gv) @ B; d/dB = A(gv).T @ G, with A(gv) the sparse matrix (pattern, gv).
     """
@@ -96,12 +109,13 @@ class Sddmm(Function):
     @staticmethod
     def forward(ctx, pattern, G, B):
         Ga, Ba = G._data, B._data
-        if Ga.ndim != 2 or Ba.ndim != 2:
-            raise RuntimeError("sddmm: G and B must be 2-D")
+        if not (Ga.ndim == Ba.ndim and Ga.ndim in (2, 3)):
+            raise RuntimeError("sddmm: G and B must both be 2-D (or 3-D: heads)")
         n, m = pattern.shape
-        if Ga.shape[0] != n or Ba.shape[0] != m or Ga.shape[1] != Ba.shape[1]:
+        if Ga.shape[0] != n or Ba.shape[0] != m or Ga.shape[1:] != Ba.shape[1:]:
+            want = "xF" if Ga.ndim == 2 else "xHxF"
             raise RuntimeError(
-                f"sddmm: for a {n}x{m} pattern G must be {n}xF and B {m}xF, got "
+                f"sddmm: for a {n}x{m} pattern G must be {n}{want} and B {m}{want}, got "
                 f"{list(Ga.shape)} and {list(Ba.shape)}")
         _check_dtypes(Ga.dtype, Ba.dtype)
         if ctx is not None:
@@ -140,6 +154,14 @@ def spmm(*args):
     ``b``: (M, F) or (M,) of the same dtype (a mismatch raises RuntimeError, as torch). The gradient of
     ``values`` comes back in the caller's entry order.
 
+    Heads: ``values`` of shape (nnz, H) and ``b`` of shape (M, H, F) give (N, H, F), whose
+    head h is ``spmm(indices, values[:, h], shape, b[:, h])``: H matrices sharing one
+    structure (the heads of graph attention), computed together over the one CSR structure
+    of ``indices``. The result, and both gradients, are bit for bit those of the
+    block-diagonal (N*H) x (M*H) matrix with entry (i*H + h, j*H + h) = values[k, h] for
+    each index (i, j) = indices[:, k], times ``b.reshape(M*H, F)``, without building its
+    nnz*H indices.
+
     ``spmm(sparse, dense)`` (two arguments) is torch.spmm: ``sparse @ dense``.
     """
     if len(args) == 2:
@@ -159,7 +181,8 @@ def spmm(*args):
 def sddmm(indices, G, B, shape=None):
     """``out[k] = dot(G[indices[0, k]], B[indices[1, k]])``, differentiable in G and B.
 
-    ``shape`` defaults to ``(G.shape[0], B.shape[0])``.
+    ``shape`` defaults to ``(G.shape[0], B.shape[0])``. Heads: G (N, H, F) and B (M, H, F)
+    give (nnz, H), ``out[k, h] = dot(G[indices[0, k], h], B[indices[1, k], h])``.
     """
     G, B = _to_tensor(G), _to_tensor(B)
     if shape is None:

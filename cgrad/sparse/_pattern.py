@@ -165,10 +165,25 @@ class Pattern:
     def product(self, vals, B):
         """``matrix(vals) @ B`` as a new C-contiguous ndarray (B 1-D or 2-D, vals.dtype).
 
+        Multi-head: vals (nnz, H) and B (m, H, F) give (n, H, F) whose head h is
+        ``matrix(vals[:, h]) @ B[:, h]`` (H matrices on this one structure; per head the
+        same sums, bit for bit, as the single-head product).
+
         Float products call scipy's compiled kernels (csr/csc_matvec[s]) directly on the
         cached structure, skipping the csr_array constructor's checks (~40 us a call, which
         dominates on small graphs); anything else goes through scipy's public API."""
         src = self._src() if self._src is not None else None
+        if vals.ndim == 2:
+            if (_kernels.has_csr_build() and vals.dtype == B.dtype
+                    and vals.dtype.char in "fd"):
+                perm, ind, indptr = self.csr() if src is None else self._transposed_csr(src)
+                return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
+            H = vals.shape[1]
+            out = np.empty((self.shape[0], H, B.shape[2]),
+                           dtype=np.result_type(vals.dtype, B.dtype))
+            for h in range(H):
+                out[:, h] = self.product(np.ascontiguousarray(vals[:, h]), B[:, h])
+            return out
         if (_kernels.has_csr_build() and vals.dtype == B.dtype and vals.dtype.char in "fd"
                 and B.ndim in (1, 2)):
             # cgrad's own kernel: values gathered through perm inside the loop (no take),
