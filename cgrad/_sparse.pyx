@@ -38,6 +38,9 @@ cdef extern from "cg_sparse.h" nogil:
     void cg_spmm_csr(int kind, int64_t n, int64_t H, int64_t F, const void *indptr,
                      const void *ind, const void *perm, const void *vals, const void *X,
                      int64_t ldx, void *out, int nthreads)
+    void cg_spmm_csr_t(int kind, int64_t n, int64_t m, int64_t H, int64_t F,
+                       const void *indptr, const void *ind, const void *perm,
+                       const void *vals, const void *X, int64_t ldx, void *out)
     int64_t cg_csr_build_i32(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
                              int64_t m, int32_t *indptr, int64_t *perm, int32_t *ind)
     int64_t cg_csr_build_i64(const int64_t *row, const int64_t *col, int64_t nnz, int64_t n,
@@ -260,7 +263,7 @@ def csr_transpose(indptr, ind, perm, int64_t n, int64_t m):
     return tperm, tind, tindptr
 
 
-def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
+def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1, bint transpose=False):
     """A @ X as a new C-contiguous array, for the (n, m) CSR matrix A (indptr, ind) whose
     CSR position jj holds vals[perm[jj]] (perm None: vals[jj]); bit for bit scipy's
     csr_matvec(s) with rows split over ``nthreads`` threads (each owns whole output rows).
@@ -269,7 +272,9 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
     vals: float32/float64 1-D; X: (m,) or (m, F) of vals' dtype, rows contiguous. The
     structure is trusted (built by csr_build / csr_transpose); shapes are checked.
     Multi-head: vals (nnz, H) and X (m, H, F) give (n, H, F), head h the product of the
-    matrix with values vals[:, h] and X[:, h] (H matrices sharing one structure)."""
+    matrix with values vals[:, h] and X[:, h] (H matrices sharing one structure).
+    ``transpose``: A.T @ X instead (X with n rows, m rows out), by a scatter over A's rows on
+    one thread (cg_spmm_csr_t): bit for bit the product over csr_transpose's structure."""
     wide = cnp.PyArray_Check(indptr) and indptr.dtype == np.int64
     itype = np.int64 if wide else np.int32
     cdef cnp.ndarray ip = _plain(indptr, itype, "indptr")
@@ -320,11 +325,14 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
             raise TypeError("spmm_csr: X must be a 1-D or 2-D ndarray of vals' dtype")
         one_d = X.ndim == 1
         x = _dense_rows(X.reshape(-1, 1) if one_d else X, "X", dtype)
-    if x.shape[0] != m:
-        raise ValueError(f"spmm_csr: X has {x.shape[0]} rows, expected {m}")
+    cdef int64_t rows_in = n if transpose else m, rows_out = m if transpose else n
+    if m < 0:
+        raise ValueError("spmm_csr: negative number of columns")
+    if x.shape[0] != rows_in:
+        raise ValueError(f"spmm_csr: X has {x.shape[0]} rows, expected {rows_in}")
     cdef int64_t F = X.shape[2] if heads else x.shape[1]
     cdef int64_t ldx = x.strides[0] // x.itemsize if x.shape[0] > 1 else H * F
-    cdef cnp.ndarray out = <cnp.ndarray>np.empty((n, H * F), dtype=dtype)
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty((rows_out, H * F), dtype=dtype)
     cdef int kind
     if p32:
         kind = 5 if dtype == np.float64 else 4
@@ -337,11 +345,15 @@ def spmm_csr(indptr, ind, perm, vals, X, int64_t m, int nthreads=1):
     cdef const void *vd = cnp.PyArray_DATA(v)
     cdef const void *xd = cnp.PyArray_DATA(x)
     cdef void *od = cnp.PyArray_DATA(out)
-    with nogil:
-        cg_spmm_csr(kind, n, H, F, ipd, ixd, permp, vd, xd, ldx, od, nthreads)
+    if transpose:
+        with nogil:
+            cg_spmm_csr_t(kind, n, m, H, F, ipd, ixd, permp, vd, xd, ldx, od)
+    else:
+        with nogil:
+            cg_spmm_csr(kind, n, H, F, ipd, ixd, permp, vd, xd, ldx, od, nthreads)
     if heads:
-        return out.reshape(n, H, F)
-    return out.reshape(n) if one_d else out
+        return out.reshape(rows_out, H, F)
+    return out.reshape(rows_out) if one_d else out
 
 
 def segment_sum(ids, V, int64_t n, int nthreads=1):

@@ -92,6 +92,16 @@ void cg_spmm_csr(int kind, int64_t n, int64_t H, int64_t F, const void *indptr,
                  const void *ind, const void *perm, const void *vals, const void *X,
                  int64_t ldx, void *out, int nthreads);
 
+/* out (m, H, F, contiguous) = A_h.T @ X[:, h, :] for the (n, m) CSR matrices A_h of
+ * cg_spmm_csr (X: n rows), by a scatter over A's rows in order: each output element gets
+ * its terms in increasing source row, in CSR order within a row, the order of the gather
+ * over cg_csr_transpose's structure, so the result is that of cg_spmm_csr on the
+ * transposed structure (and of scipy's csc_matvecs), bit for bit, without building it.
+ * One thread; out is zeroed here. Indices are trusted (ind < m). */
+void cg_spmm_csr_t(int kind, int64_t n, int64_t m, int64_t H, int64_t F, const void *indptr,
+                   const void *ind, const void *perm, const void *vals, const void *X,
+                   int64_t ldx, void *out);
+
 /* acc[ids[k] * H + c] += V[k * ldv + c] for k in [0, nnz), c in [0, H), in float64
  * (float32 values are widened), k ascending: np.bincount(ids, weights=V[:, c]) bit for bit.
  * acc: n x H doubles, zeroed by the caller. nthreads > 1 splits the segments (each thread

@@ -9,7 +9,10 @@ behind ``Pattern.csr`` and ``Pattern.product``.
   duplicates, unsorted entries, nnz = 0, sizes around the two-thread threshold;
 * 1, 2 and 3 threads give the same bits, also with Python threads calling concurrently;
 * a GAT-style heads pattern (rows not sorted, columns sorted within rows) takes the
-  counting-sort path.
+  counting-sort path;
+* the transposed product by a scatter (``spmm_csr(..., transpose=True)``, one thread) equals
+  the gather over ``csr_transpose``'s structure bit for bit: int32/int64 indices, int32/int64
+  or no perm, 1-D, 2-D and multi-head (nnz, H) values with an (n, H, F) operand.
 """
 from __future__ import annotations
 
@@ -147,6 +150,35 @@ def test_products_bitwise_equal_scipy(name, row, col, shape, dtype, threads):
     assert np.array_equal(p.product(vals, Bn), _scipy_product(p, vals, Bn, False))
     Bf = np.asfortranarray(rng.standard_normal((n, 5)).astype(dtype))
     assert np.array_equal(p.T().product(vals, Bf), _scipy_product(p, vals, Bf, True))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,row,col,shape", CASES, ids=[c[0] for c in CASES])
+def test_transposed_scatter_equals_gather(name, row, col, shape, dtype):
+    from cgrad import _sparse
+    rng = np.random.default_rng(4)
+    n, m = shape
+    nnz = row.shape[0]
+    for wide in (False, True):
+        perm, ind, indptr, _ = _kernels.csr_build(row, col, n, m, wide)
+        perms = [perm] if perm is None else [perm]
+        if perm is not None and not wide:
+            perms.append(perm.astype(np.int32))              # ops/indexing.py's int32 perm
+        for pm in perms:
+            tperm, tind, tindptr = _kernels.csr_transpose(indptr, ind, perm, n, m)
+            for H, F in ((None, 1), (None, 5), (1, 3), (3, 4)):
+                vals = rng.standard_normal(nnz if H is None else (nnz, H)).astype(dtype)
+                X = rng.standard_normal((n, F) if H is None else (n, H, F)).astype(dtype)
+                got = _sparse.spmm_csr(indptr, ind, pm, vals, X, m, 1, True)
+                ref = _sparse.spmm_csr(tindptr, tind, tperm, vals, X, n, 1)
+                assert got.shape == ref.shape and got.dtype == dtype
+                assert np.array_equal(got, ref)
+            x1 = rng.standard_normal(n).astype(dtype)
+            v1 = rng.standard_normal(nnz).astype(dtype)
+            assert np.array_equal(_sparse.spmm_csr(indptr, ind, pm, v1, x1, m, 1, True),
+                                  _sparse.spmm_csr(tindptr, tind, tperm, v1, x1, n, 1))
+    with pytest.raises(ValueError, match="rows, expected"):
+        _sparse.spmm_csr(indptr, ind, perm, v1, np.ones(m + 1, dtype), m, 1, True)
 
 
 @pytest.mark.parametrize("nnz", [1000, 8191, 8192, 8193, 16384, 40_000])

@@ -176,8 +176,7 @@ class Pattern:
         if vals.ndim == 2:
             if (_kernels.has_csr_build() and vals.dtype == B.dtype
                     and vals.dtype.char in "fd"):
-                perm, ind, indptr = self.csr() if src is None else self._transposed_csr(src)
-                return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
+                return self._compiled_product(src, vals, B)
             H = vals.shape[1]
             out = np.empty((self.shape[0], H, B.shape[2]),
                            dtype=np.result_type(vals.dtype, B.dtype))
@@ -188,8 +187,7 @@ class Pattern:
                 and B.ndim in (1, 2)):
             # cgrad's own kernel: values gathered through perm inside the loop (no take),
             # rows split over the sparse threads, sums bit for bit scipy's csr/csc_matvecs
-            perm, ind, indptr = self.csr() if src is None else self._transposed_csr(src)
-            return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
+            return self._compiled_product(src, vals, B)
         perm, ind, indptr = (src if src is not None else self).csr()
         data = vals if perm is None else vals.take(perm)
         if _fast_ok() and data.dtype == B.dtype and data.dtype.char in "fd" \
@@ -206,6 +204,19 @@ class Pattern:
                 fn(n, m, indptr, ind, data, X, out)
             return out
         return np.asarray(self.matrix(vals) @ B)
+
+    def _compiled_product(self, src, vals, B):
+        """The product by cgrad's kernels: this pattern's CSR, or for a transposed pattern a
+        scatter over its source's CSR on one sparse thread (no transposed structure) or the
+        gather over the transposed CSR on several; all bit for bit csr/csc_matvecs."""
+        if src is None:
+            perm, ind, indptr = self.csr()
+            return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
+        if _kernels.get_num_threads() == 1:
+            perm, ind, indptr = src.csr()
+            return _kernels.spmm_csr_t(indptr, ind, perm, vals, B, self.shape[0])
+        perm, ind, indptr = self._transposed_csr(src)
+        return _kernels.spmm_csr(indptr, ind, perm, vals, B, self.shape[1])
 
     def _transposed_csr(self, src):
         """(perm, ind, indptr) of this transposed pattern as the transpose of its source's
