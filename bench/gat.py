@@ -11,8 +11,8 @@ dropout for the validation loss. Same data (examples/data, row-normalised featur
 loops), same architecture (8 heads x 8 hidden, 1 output head) and hyper-parameters.
 Systems:
 
-* ``cgrad``: examples/gat.py (all heads in one block-diagonal sparse product, sparse input
-  features, O(E * H * F) backward);
+* ``cgrad``: examples/gat.py (all heads in one multi-head sparse product on the graph's one
+  structure, sparse input features, O(E * H * F) backward);
 * ``torch pyGAT``: examples/pygat_torch.py, unmodified pyGAT SpGAT (one layer per head,
   ``adj.nonzero()`` on the dense N x N adjacency per layer, dense N x N gradient in
   SpecialSpmmFunction.backward); only when torch is importable.

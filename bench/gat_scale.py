@@ -24,7 +24,7 @@ Systems (each cell runs in a fresh subprocess, so its peak RSS is its own):
   (forward, grad, Adam) under jax.jit, one thread; skipped when jax is not importable.
 
 The first step is timed separately: cgrad builds and caches the sparse structure of the
-graph there (CSR of the block-diagonal multi-head matrix), JAX compiles. Then ``--steps``
+graph there (the CSR of its (N, N) pattern, shared by all heads), JAX compiles. Then ``--steps``
 steps are timed; per cell the median (and min). ``--repeats`` runs the whole grid again in
 reversed system order (interleaving, against machine drift); the table shows the median over
 repeats. Peak memory: ru_maxrss of the cell's process (its import baseline shown apart).

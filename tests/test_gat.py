@@ -1,6 +1,6 @@
 """The sparse GAT example (examples/gat.py), its pyGAT-on-torch baseline and bench/gat.py.
 
-* ``graph_attention`` (all heads in one block-diagonal spmm, per-row max shift) equals the
+* ``graph_attention`` (all heads in one multi-head spmm, per-row max shift) equals the
   dense masked-softmax GAT formula in NumPy, on a tiny graph with an isolated node and with
   1 and 3 heads; its gradients pass gradcheck and gradgradcheck in float64 and equal torch's
   dense formulation;
@@ -280,3 +280,54 @@ def test_bench_gat_scale_cell_and_table():
     assert np.isfinite(r["loss_first"]) and np.isfinite(r["loss_last"])
     table = bench["fmt_table"]({("cgrad", 300, 2000): [r]}, ((300, 2000),), ["cgrad"])
     assert "| 300 / 2,000 | cgrad |" in table
+
+
+def test_attention_bitwise_equal_to_block_diagonal_formulation(gat):
+    """graph_attention's one multi-head spmm on the graph's (N, N) pattern gives, bit for bit,
+    the outputs and gradients of the former formulation: one spmm over the block-diagonal
+    (N*H) x (N*H) matrix of E*H indices (i*H + k, j*H + k); float32, dropout on, a random
+    graph, one and two sparse threads."""
+    sparse = cgrad.sparse
+    F = cgrad.nn.functional
+    rng = np.random.default_rng(11)
+    n, H, Fo = 200, 4, 3
+    g = gat["Graph"](rng.integers(0, n, (2, 1500)), n)
+    k = np.arange(H)
+    block = sparse.Pattern(np.stack([(g.row[:, None] * H + k).ravel(),
+                                     (g.col[:, None] * H + k).ravel()]), (n * H, n * H))
+
+    def old(h, a_src, a_dst):
+        eye = cgrad.eye(H, dtype=a_src.dtype).unsqueeze(1)
+        A = cgrad.cat([(a_src.unsqueeze(-1) * eye).view(H * Fo, H),
+                       (a_dst.unsqueeze(-1) * eye).view(H * Fo, H)], 1)
+        st = h @ A
+        e = F.leaky_relu(sparse.segment_gather(st[:, :H], g.row)
+                         + sparse.segment_gather(st[:, H:], g.col), 0.2)
+        p = (e - g.row_max(e.detach())).exp()
+        den = sparse.segment_sum(p, g.row, n)
+        p = F.dropout(p, 0.5, True)
+        out = cgrad.spmm(block, p.reshape(-1), (n * H, n * H), h.view(n * H, Fo))
+        return out.view(n, H, Fo) / den.unsqueeze(-1)
+
+    def new(h, a_src, a_dst):
+        return gat["graph_attention"](h, a_src, a_dst, g, 0.2, 0.5, True)
+
+    v = rng.standard_normal((n, H, Fo)).astype(np.float32)
+    arrs = [rng.standard_normal((n, H * Fo)), rng.standard_normal((H, Fo)),
+            rng.standard_normal((H, Fo))]
+    res = []
+    prev = sparse.get_num_threads()
+    try:
+        for fn, threads in ((old, 1), (new, 1), (new, 2)):
+            sparse.set_num_threads(threads)
+            ins = [cgrad.tensor(a.astype(np.float32), requires_grad=True) for a in arrs]
+            cgrad.manual_seed(7)
+            out = fn(*ins)
+            out.backward(cgrad.tensor(v))
+            res.append([out.detach().numpy()] + [t.grad.numpy() for t in ins])
+    finally:
+        sparse.set_num_threads(prev)
+    for other in res[1:]:
+        for a, b in zip(res[0], other):
+            assert a.dtype == np.float32
+            np.testing.assert_array_equal(a, b)
