@@ -6,7 +6,9 @@ what the products need, computed on first use:
 * the CSR structure of a 2-D pattern (``perm`` that sorts the entries by row, the column
   indices in that order, ``indptr``), so that each product only gathers ``values[perm]``
   (O(nnz)) and wraps a ``scipy.sparse.csr_array``;
-* the transposed pattern, whose matrix is the CSC reading of the same arrays (free);
+* the transposed pattern, whose matrix is the CSC reading of the same arrays (free); its
+  products scatter over the source's CSR rows on one sparse thread, and gather over a
+  transposed CSR (built on first use) on more;
 * the coalesced pattern (sorted unique positions) and ``inverse`` (entry -> unique position).
 
 Every tensor built on the same indices (a tensor, its gradient, ``t()``, the results of
