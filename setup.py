@@ -1,6 +1,8 @@
 """Build the compiled core cgrad._C (csrc/cg_graph.c, cg_engine.c + cgrad/_C.pyx, which
 includes cgrad/_C_*.pxi: cythonize tracks those includes, so editing one rebuilds _C) and the
-sparse kernel module cgrad._sparse (csrc/cg_sparse.c + cgrad/_sparse.pyx).
+sparse kernel module cgrad._sparse (csrc/cg_sparse.c + cgrad/_sparse.pyx), the array buffer
+cache cgrad._memory (csrc/cg_memory.c + cgrad/_memory.pyx) and the fused recurrent-step
+kernels cgrad._fused (csrc/cg_fused.c + cgrad/_fused.pyx).
 
 Metadata lives in pyproject.toml; this file only declares the extension.
 Switches (environment variables, as msgspec):
@@ -84,5 +86,16 @@ memory_ext = Extension(
     **memory_opts,
 )
 
-setup(ext_modules=cythonize([ext, sparse_ext, memory_ext], compiler_directives=directives,
+# -fno-trapping-math lets GCC if-convert the branch-free selects of the float32 exp/tanh
+# (it changes no result; cgrad never reads the floating-point exception flags)
+fused_opts, _ = get_ext_options(opt="-O3")
+fused_opts["extra_compile_args"] += ["-fno-trapping-math"] if os.name != "nt" else []
+fused_ext = Extension(
+    "cgrad._fused",
+    sources=["cgrad/_fused.pyx", "csrc/cg_fused.c"],
+    depends=["csrc/cg_fused.h"],
+    **fused_opts,
+)
+
+setup(ext_modules=cythonize([ext, sparse_ext, memory_ext, fused_ext], compiler_directives=directives,
                             annotate=_flag("CGRAD_ANNOTATE")))

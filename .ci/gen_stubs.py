@@ -3,9 +3,9 @@
     python .ci/gen_stubs.py            # write the stubs
     python .ci/gen_stubs.py --check    # exit 1 if a committed stub differs (a test runs this)
 
-Writes four stubs, each describing the module as it is after ``import cgrad``:
+Writes these stubs, each describing the module as it is after ``import cgrad``:
 
-* ``cgrad/_C.pyi``, ``cgrad/_sparse.pyi`` and ``cgrad/_memory.pyi``: the compiled modules
+* ``cgrad/_C.pyi``, ``cgrad/_sparse.pyi``, ``cgrad/_memory.pyi`` and ``cgrad/_fused.pyi``: the compiled modules
   (Cython signatures);
 * ``cgrad/tensor.pyi``: ``Tensor`` with every method it has at run time, i.e. its own, those of
   ``_C.TensorBase`` and those installed from the op tables (``TENSOR_METHODS`` of the modules
@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import cgrad  # noqa: E402
-from cgrad import _C, _memory, _sparse  # noqa: E402
+from cgrad import _C, _fused, _memory, _sparse  # noqa: E402
 _tensor_mod = sys.modules["cgrad.tensor"]  # (cgrad.tensor is the function)
 from cgrad.ops import OP_MODULES  # noqa: E402
 
@@ -312,6 +312,12 @@ def stub_sparse():
                                                            lambda n: "Any", lambda n: "Any"))
 
 
+def stub_fused():
+    return _module_stub(_fused, function_type=lambda n: "Any",
+                        class_lines=lambda c: _class_lines(c, "cgrad._fused",
+                                                           lambda n: "Any", lambda n: "Any"))
+
+
 def stub_memory():
     return _module_stub(_memory, function_type=lambda n: "Any",
                         class_lines=lambda c: _class_lines(c, "cgrad._memory",
@@ -374,6 +380,7 @@ STUBS = {
     "cgrad/_C.pyi": stub_C,
     "cgrad/_sparse.pyi": stub_sparse,
     "cgrad/_memory.pyi": stub_memory,
+    "cgrad/_fused.pyi": stub_fused,
     "cgrad/tensor.pyi": stub_tensor,
     "cgrad/__init__.pyi": stub_init,
 }

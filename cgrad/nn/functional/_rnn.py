@@ -13,14 +13,33 @@ differentiates that, so double backward works.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from cgrad._C import _wrap
 from cgrad.autograd.engine import grad as _autograd_grad
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _grad_enabled
+from cgrad.ops._sums import _fast_sum
 
 __all__ = []
+
+try:
+    from cgrad import _fused as _fused_ext
+except ImportError:          # pragma: no cover - built with cgrad; NumPy below otherwise
+    _fused_ext = None
+
+# Note [Fused LSTM step]: per time step the LSTM cell is ~15 NumPy calls forward and ~20
+# backward on (batch, 4H) blocks, a few microseconds each at batch 32 x 128 hidden, so the
+# calls, not the arithmetic, took a third of the char-LSTM training step. cgrad._fused
+# (csrc/cg_fused.c) does each step's cell in one pass over the same buffers, with the same
+# formulas in the same order; the matrix products stay in NumPy's BLAS. float64 uses the C
+# library's exp and tanh; float32 polynomial exp and tanh (<= 1 ulp of the float64 functions
+# rounded; sigmoid <= 3 ulp; NumPy's own float32 exp is <= 2.5 ulp), so float32 results differ
+# from the NumPy path by rounding. CGRAD_NO_FUSED_EXT=1 at import selects the NumPy path
+# (tests run both).
+_FUSED = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
 
 
 # Note [Recurrent step buffers]: the time loop is a few hundred NumPy calls on (batch, 4H)
@@ -55,7 +74,19 @@ def _layout(bs, reverse):
     return offsets, order, prev
 
 
-def _prev_rows(seq, first, prev):
+def _prev_rows(seq, first, prev, bs, reverse):
+    """The previous state of every packed row: for equal lengths a shifted copy (what
+    the gather gives, without the gather), else the gather over ``prev``."""
+    B, N = first.shape[0], seq.shape[0]
+    if B and N % B == 0 and bs[0] == B and bs[-1] == B:     # bs is non-increasing
+        out = np.empty((N, seq.shape[1]), dtype=np.result_type(seq, first))
+        if reverse:
+            out[:N - B] = seq[B:]
+            out[N - B:] = first
+        else:
+            out[:B] = first
+            out[B:] = seq[:N - B]
+        return out
     return np.concatenate([seq, first], 0)[prev]
 
 
@@ -74,8 +105,13 @@ def _param_grads(needs, x, w_ih, dGI, dGH, hprev, b_ih, b_hh, k=2):
     gx = _wrap(dGI @ w_ih._data) if needs[0] else None
     gwih = _wrap(dGI.T @ x._data) if needs[k] else None
     gwhh = _wrap(dGH.T @ hprev) if needs[k + 1] else None
-    gbih = _wrap(dGI.sum(0)) if (b_ih is not None and needs[k + 2]) else None
-    gbhh = _wrap(dGH.sum(0)) if (b_hh is not None and needs[k + 3]) else None
+    gbih = _wrap(_fast_sum(dGI, 0)) if (b_ih is not None and needs[k + 2]) else None
+    gbhh = None
+    if b_hh is not None and needs[k + 3]:
+        if dGH is dGI:              # LSTM, RNN: one pre-activation gradient for both biases
+            gbhh = _wrap(gbih._data.copy()) if gbih is not None else _wrap(_fast_sum(dGH, 0))
+        else:
+            gbhh = _wrap(_fast_sum(dGH, 0))
     return gx, gwih, gwhh, gbih, gbhh
 
 
@@ -97,10 +133,18 @@ class _LSTMLayer(Function):
         cs = np.empty((gi.shape[0], H), dtype=dt)     # c_t
         tcs = np.empty_like(cs)                       # tanh(c_t)
         hs = np.empty_like(cs)                        # h_t (the output)
-        h = h0._data.astype(dt, copy=True)
-        c = c0._data.astype(dt, copy=True)
+        h = h0._data.astype(dt, order="C", copy=True)
+        c = c0._data.astype(dt, order="C", copy=True)
         B = h.shape[0]
         hh = np.empty((B, 4 * H), dtype=dt)           # h @ W_hh^T of one step
+        if _FUSED and dt in (np.float32, np.float64):  # Note [Fused LSTM step]
+            step = _fused_ext.lstm_fwd
+            for t in order:
+                lo, hi = offsets[t], offsets[t + 1]
+                n = hi - lo
+                np.matmul(h[:n], whh_t, out=hh[:n])
+                step(lo, n, gi, hh, c, h, acts, cs, tcs, hs)
+            order = ()
         ig = np.empty((B, H), dtype=dt)               # i * g of one step
         for t in order:
             lo, hi = offsets[t], offsets[t + 1]
@@ -140,12 +184,22 @@ class _LSTMLayer(Function):
         whh = w_hh._data
         go = g_out._data
         offsets, order, prev = _layout(bs, reverse)
-        hprev = _prev_rows(hs, h0._data, prev)
-        cprev = _prev_rows(cs, c0._data, prev)
+        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
+        cprev = _prev_rows(cs, c0._data, prev, bs, reverse)
         dA = np.empty((N, 4 * H), dtype=acts.dtype)
-        dh = g_h._data.astype(hs.dtype, copy=True)
-        dc = g_c._data.astype(hs.dtype, copy=True)
+        dh = g_h._data.astype(hs.dtype, order="C", copy=True)
+        dc = g_c._data.astype(hs.dtype, order="C", copy=True)
         kc = np.empty_like(dc)
+        if _FUSED and dA.dtype in (np.float32, np.float64):  # Note [Fused LSTM step]
+            step = _fused_ext.lstm_bwd
+            go = np.ascontiguousarray(go, dtype=dA.dtype)
+            cprev = np.ascontiguousarray(cprev, dtype=dA.dtype)
+            for t in reversed(order):
+                lo, hi = offsets[t], offsets[t + 1]
+                n = hi - lo
+                step(lo, n, acts, tcs, cprev, go, dh, dc, dA)
+                np.matmul(dA[lo:hi], whh, out=dh[:n])
+            order = ()
         for t in reversed(order):
             lo, hi = offsets[t], offsets[t + 1]
             n = hi - lo
@@ -245,7 +299,7 @@ class _GRULayer(Function):
         whh = w_hh._data
         go = g_out._data
         offsets, order, prev = _layout(bs, reverse)
-        hprev = _prev_rows(hs, h0._data, prev)
+        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
         r, z = rz[:, :H], rz[:, H:]
         k_n = (1 - z) * (1 - ns * ns)                    # d pre-activation(n) / dh
         kh = np.empty((N, 3, H), dtype=hs.dtype)         # d (W_hh h + b_hh) / dh per gate
@@ -327,7 +381,7 @@ class _RNNLayer(Function):
             dhn += go[lo:hi]
             np.multiply(dhn, k[lo:hi], out=dA[lo:hi])
             dh[:n] = dA[lo:hi] @ whh
-        hprev = _prev_rows(hs, h0._data, prev)
+        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
         gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA, hprev, b_ih, b_hh)
         gh0 = _wrap(dh) if needs[1] else None
         return gx, gh0, gwih, gwhh, gbih, gbhh, None, None, None, None

@@ -1,0 +1,208 @@
+/* cg_fused.c: see cg_fused.h for the formulas and the contracts. */
+#include "cg_fused.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Function multi-versioning: GCC on x86-64 Linux (ifunc) compiles the step kernels for
+ * AVX-512, AVX2 and the x86-64 baseline and picks one at load time. The results do not
+ * depend on the version: no FMA contraction (-std=c11 sets -ffp-contract=off) and the same
+ * operations in the same order at every width. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define CG_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CG_MULTIVERSION
+#endif
+
+static inline float bits_to_f32(uint32_t i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+
+static inline uint32_t f32_to_bits(float f)
+{
+    uint32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+
+/* exp(x) for x <= 0 in float32: x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite with Cephes'
+ * constants; n rounded to nearest by adding and subtracting 1.5 * 2^23), exp(r) by Cephes'
+ * degree-7 fit, times 2^n as two powers of two built in the exponent bits (n down to -150:
+ * results in the subnormal range round once, at the last product). Below -103.98 (where
+ * exp(x) rounds to 0) the result is 0. Branch-free (selects) so that loops over it
+ * vectorise; nan propagates through the polynomial. */
+static inline float expneg_f32(float x)
+{
+    const float lo = -103.972084045410f, magic = 12582912.0f;   /* 1.5 * 2^23 */
+    float xc = x < lo ? lo : x;
+    float n = (xc * 1.44269504088896341f + magic) - magic;    /* round(x / ln2) in [-150, 0] */
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    /* 2^n = 2^n1 * 2^n2 with n1 = round(n / 2), both in [-75, 0]; the low bits of
+     * n1 + 1.5 * 2^23 hold n1 + 2^22 (two's complement within the mantissa), so adding 127
+     * and shifting by 23 leaves the biased exponent of 2^n1 */
+    float m1 = n * 0.5f + magic;
+    float n2 = n - (m1 - magic);
+    float m2 = n2 + magic;
+    float s1 = bits_to_f32((f32_to_bits(m1) + 127u) << 23);
+    float s2 = bits_to_f32((f32_to_bits(m2) + 127u) << 23);
+    float y = (p * s1) * s2;
+    return x < lo ? 0.0f : y;
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)), as 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0
+ * with e = exp(-|x|) (no overflow; the tail keeps its relative accuracy into the
+ * subnormal range). */
+static inline float sigmoid_f32(float x)
+{
+    float e = expneg_f32(-fabsf(x));
+    float q = 1.0f / (1.0f + e);
+    return x >= 0.0f ? q : e * q;
+}
+
+/* tanh(x) in float32: Cephes' odd fit below |x| = 0.625, (1 - e) / (1 + e) with
+ * e = exp(-2|x|) above (sign restored). */
+static inline float tanh_f32(float x)
+{
+    float ax = fabsf(x);
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = x + x * (z * p);
+    float e = expneg_f32(-2.0f * ax);
+    float big = (1.0f - e) / (1.0f + e);
+    big = x < 0.0f ? -big : big;
+    return ax < 0.625f ? small : big;               /* nan: ax < 0.625 false, big is nan */
+}
+
+static inline double sigmoid_f64(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
+/* The step loops, one per dtype: T the element type, SIG and TANH its functions. */
+#define CG_LSTM_FWD(T, SIG, TANH)                                                       \
+    for (int64_t r = 0; r < n; r++) {                                                   \
+        const T *restrict a = gi + r * 4 * H, *restrict b = hh + r * 4 * H;             \
+        T *restrict act = acts + r * 4 * H;                                             \
+        T *restrict cr = c + r * H, *restrict hr = h + r * H;                           \
+        T *restrict csr = cs + r * H, *restrict tcr = tcs + r * H, *restrict hsr = hs + r * H; \
+        for (int64_t j = 0; j < H; j++) {                                               \
+            T i = SIG(a[j] + b[j]);                                                     \
+            T f = SIG(a[H + j] + b[H + j]);                                             \
+            T g = TANH(a[2 * H + j] + b[2 * H + j]);                                    \
+            T o = SIG(a[3 * H + j] + b[3 * H + j]);                                     \
+            T cn = f * cr[j];                                                           \
+            cn += i * g;                                                                \
+            T tc = TANH(cn);                                                            \
+            T hn = o * tc;                                                              \
+            act[j] = i;                                                                 \
+            act[H + j] = f;                                                             \
+            act[2 * H + j] = g;                                                         \
+            act[3 * H + j] = o;                                                         \
+            csr[j] = cn;                                                                \
+            cr[j] = cn;                                                                 \
+            tcr[j] = tc;                                                                \
+            hsr[j] = hn;                                                                \
+            hr[j] = hn;                                                                 \
+        }                                                                               \
+    }
+
+#define CG_LSTM_BWD(T)                                                                  \
+    for (int64_t r = 0; r < n; r++) {                                                   \
+        const T *restrict act = acts + r * 4 * H;                                       \
+        const T *restrict tcr = tcs + r * H, *restrict cp = cprev + r * H;              \
+        const T *restrict gor = go + r * H, *restrict dhr = dh + r * H;                 \
+        T *restrict dcr = dc + r * H, *restrict dr = d + r * 4 * H;                     \
+        for (int64_t j = 0; j < H; j++) {                                               \
+            T i = act[j], f = act[H + j], g = act[2 * H + j], o = act[3 * H + j];       \
+            T tc = tcr[j];                                                              \
+            T dhv = dhr[j] + gor[j];                                                    \
+            T k = (1 - tc * tc) * o;                                                    \
+            T dcv = dcr[j] + k * dhv;                                                   \
+            dr[j] = (1 - i) * i * g * dcv;                                              \
+            dr[H + j] = (1 - f) * f * cp[j] * dcv;                                      \
+            dr[2 * H + j] = (1 - g * g) * i * dcv;                                      \
+            dr[3 * H + j] = (1 - o) * o * tc * dhv;                                     \
+            dcr[j] = dcv * f;                                                           \
+        }                                                                               \
+    }
+
+CG_MULTIVERSION
+void cg_lstm_fwd_f32(int64_t n, int64_t H, const float *restrict gi, const float *restrict hh,
+                     float *restrict c, float *restrict h, float *restrict acts,
+                     float *restrict cs, float *restrict tcs, float *restrict hs)
+{
+    CG_LSTM_FWD(float, sigmoid_f32, tanh_f32)
+}
+
+void cg_lstm_fwd_f64(int64_t n, int64_t H, const double *restrict gi,
+                     const double *restrict hh, double *restrict c, double *restrict h,
+                     double *restrict acts, double *restrict cs, double *restrict tcs,
+                     double *restrict hs)
+{
+    CG_LSTM_FWD(double, sigmoid_f64, tanh)
+}
+
+CG_MULTIVERSION
+void cg_lstm_bwd_f32(int64_t n, int64_t H, const float *restrict acts,
+                     const float *restrict tcs, const float *restrict cprev,
+                     const float *restrict go, const float *restrict dh, float *restrict dc,
+                     float *restrict d)
+{
+    CG_LSTM_BWD(float)
+}
+
+void cg_lstm_bwd_f64(int64_t n, int64_t H, const double *restrict acts,
+                     const double *restrict tcs, const double *restrict cprev,
+                     const double *restrict go, const double *restrict dh,
+                     double *restrict dc, double *restrict d)
+{
+    CG_LSTM_BWD(double)
+}
+
+int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k)
+{
+    for (int a = 0; a < k; a++) {
+        uintptr_t la = (uintptr_t)lo[a], ha = (uintptr_t)hi[a];
+        if (la >= ha)
+            continue;
+        for (int b = a + 1; b < k; b++) {
+            uintptr_t lb = (uintptr_t)lo[b], hb = (uintptr_t)hi[b];
+            if (lb >= hb)
+                continue;
+            if (la < hb && lb < ha)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+CG_MULTIVERSION
+void cg_fused_map_f32(int which, int64_t n, const float *restrict x, float *restrict out)
+{
+    if (which == 0) {
+        for (int64_t j = 0; j < n; j++)
+            out[j] = expneg_f32(x[j]);
+    } else if (which == 1) {
+        for (int64_t j = 0; j < n; j++)
+            out[j] = tanh_f32(x[j]);
+    } else {
+        for (int64_t j = 0; j < n; j++)
+            out[j] = sigmoid_f32(x[j]);
+    }
+}
