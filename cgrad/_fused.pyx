@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
-"""cgrad._fused: fused pointwise kernels (csrc/cg_fused.c) for the recurrent layers.
+"""cgrad._fused: fused pointwise kernels (csrc/cg_fused.c): recurrent time steps, GELU.
 
 ``lstm_fwd(lo, n, gi, hh, c, h, acts, cs, tcs, hs)`` and
 ``lstm_bwd(lo, n, acts, tcs, cprev, go, dh, dc, d)`` run one LSTM time step on rows
@@ -9,8 +9,11 @@ formulas are in csrc/cg_fused.h. Every array must be a C-contiguous, aligned, na
 float32 or float64 ndarray of one dtype, the written ones writeable, no two overlapping;
 anything else raises TypeError or ValueError (nothing is copied: the kernels write into
 the caller's buffers). The C loops run with the GIL released.
-cgrad.nn.functional._rnn falls back to NumPy when this module is missing or
-``CGRAD_NO_FUSED_EXT=1``.
+``gelu_f32(x)`` returns (x Phi(x), Phi(x)) and ``gelu_bwd_f32(x, cdf, g)`` returns
+g (Phi(x) + x phi(x)) for float32 arrays (cdf None: Phi recomputed), new C-contiguous
+arrays of x's shape (Note [GELU in float32] in cgrad/ops/pointwise.py).
+cgrad.nn.functional._rnn and cgrad.ops.pointwise fall back to NumPy when this module is
+missing or ``CGRAD_NO_FUSED_EXT=1``.
 """
 cimport numpy as cnp
 from libc.stdint cimport int64_t
@@ -33,6 +36,9 @@ cdef extern from "cg_fused.h" nogil:
                          double *dc, double *d)
     int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k)
     void cg_fused_map_f32(int which, int64_t n, const float *x, float *out)
+    void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf)
+    void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g,
+                         float *out)
 
 
 cdef int _REQ = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED
@@ -165,4 +171,49 @@ def map_f32(str which, x):
     cdef float *op = <float *>cnp.PyArray_DATA(out)
     with nogil:
         cg_fused_map_f32(w, n, xp, op)
+    return out
+
+
+cdef cnp.ndarray _f32_c(str fn, str name, object a):
+    if not (cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == cnp.NPY_FLOAT32):
+        raise TypeError(f"{fn}: {name} must be a float32 ndarray")
+    return <cnp.ndarray>np.ascontiguousarray(a)       # also native and aligned
+
+
+def gelu_f32(x):
+    """(x * Phi(x), Phi(x)) of a float32 array, as two new C-contiguous arrays."""
+    cdef cnp.ndarray a = _f32_c("gelu_f32", "x", x)
+    cdef cnp.ndarray y = <cnp.ndarray>np.empty_like(a)
+    cdef cnp.ndarray cdf = <cnp.ndarray>np.empty_like(a)
+    cdef int64_t n = a.size
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef float *yp = <float *>cnp.PyArray_DATA(y)
+    cdef float *cp = <float *>cnp.PyArray_DATA(cdf)
+    with nogil:
+        cg_gelu_f32(n, xp, yp, cp)
+    return y, cdf
+
+
+def gelu_bwd_f32(x, cdf, g):
+    """g * (Phi(x) + x phi(x)) for float32 x and g of one shape (cdf: Phi(x) of that shape,
+    or None to recompute it), as a new C-contiguous array."""
+    cdef cnp.ndarray a = _f32_c("gelu_bwd_f32", "x", x)
+    cdef cnp.ndarray gg = _f32_c("gelu_bwd_f32", "g", g)
+    cdef cnp.ndarray c = None
+    if tuple(x.shape) != tuple(g.shape):
+        raise ValueError(f"gelu_bwd_f32: x and g must have one shape, got {x.shape} and "
+                         f"{g.shape}")
+    if cdf is not None:
+        c = _f32_c("gelu_bwd_f32", "cdf", cdf)
+        if tuple(cdf.shape) != tuple(x.shape):
+            raise ValueError(f"gelu_bwd_f32: cdf must have x's shape {x.shape}, got "
+                             f"{cdf.shape}")
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty_like(a)
+    cdef int64_t n = a.size
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef const float *gp = <const float *>cnp.PyArray_DATA(gg)
+    cdef const float *cp = <const float *>cnp.PyArray_DATA(c) if c is not None else NULL
+    cdef float *op = <float *>cnp.PyArray_DATA(out)
+    with nogil:
+        cg_gelu_bwd_f32(n, xp, cp, gp, op)
     return out

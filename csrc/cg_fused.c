@@ -192,6 +192,47 @@ int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k)
     return 1;
 }
 
+/* Phi(x) for GELU in float32, the formula of cgrad/ops/pointwise.py's _gelu_cdf (Note [GELU
+ * in float32]): E = erfc(|x| / sqrt 2) = t exp(P(t) - x^2 / 2) with t = 1 / (1 + |x| k)
+ * (Numerical Recipes' erfcc fit), Phi = E / 2 for x < 0 and 1 - E / 2 otherwise. The
+ * exponent is <= 0 up to the fit's rounding (~1e-8 at x = 0), inside expneg_f32's range. */
+static inline float gelu_cdf_f32(float x)
+{
+    const float c[10] = {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f,
+                         0.27886807f, -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f};
+    float t = 1.0f / (fabsf(x) * 0.353553390593273762f + 1.0f);
+    float e = t * c[9];
+    for (int k = 8; k > 0; k--)
+        e = (e + c[k]) * t;
+    e += c[0];
+    e -= (x * x) * 0.5f;
+    float E = expneg_f32(e) * t;
+    return x < 0.0f ? 0.5f * E : 1.0f - 0.5f * E;   /* nan: 1 - nan */
+}
+
+CG_MULTIVERSION
+void cg_gelu_f32(int64_t n, const float *restrict x, float *restrict y, float *restrict cdf)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float p = gelu_cdf_f32(x[j]);
+        cdf[j] = p;
+        y[j] = x[j] * p;
+    }
+}
+
+CG_MULTIVERSION
+void cg_gelu_bwd_f32(int64_t n, const float *restrict x, const float *restrict cdf,
+                     const float *restrict g, float *restrict out)
+{
+    const float inv_sqrt_2pi = 0.398942280401432678f;
+    for (int64_t j = 0; j < n; j++) {
+        float d = expneg_f32((x[j] * x[j]) * -0.5f) * inv_sqrt_2pi;
+        d *= x[j];
+        d += cdf ? cdf[j] : gelu_cdf_f32(x[j]);
+        out[j] = d * g[j];
+    }
+}
+
 CG_MULTIVERSION
 void cg_fused_map_f32(int which, int64_t n, const float *restrict x, float *restrict out)
 {

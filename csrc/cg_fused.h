@@ -1,4 +1,4 @@
-/* cg_fused.h: fused pointwise kernels for the recurrent layers' time loops.
+/* cg_fused.h: fused pointwise kernels: the recurrent layers' time steps, GELU.
  *
  * One LSTM step over n rows of H hidden units, in the order and the formulas of the NumPy
  * code in cgrad/nn/functional/_rnn.py (gates i, f, g, o in blocks of H columns):
@@ -56,6 +56,14 @@ void cg_lstm_bwd_f64(int64_t n, int64_t H, const double *acts, const double *tcs
 /* 1 when the k byte ranges [lo[j], hi[j]) are pairwise disjoint (empty ranges are disjoint
  * from everything), else 0. O(k^2); k is small. */
 int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k);
+
+/* GELU (approximate='none') in float32, elementwise over n contiguous elements:
+ * forward y = x Phi(x), cdf = Phi(x) (kept for the backward); backward
+ * out = g (Phi(x) + x phi(x)) with Phi from cdf, or recomputed when cdf is NULL. Phi by the
+ * erfc fit of cgrad/ops/pointwise.py (Note [GELU in float32]) with the exp above. Arrays of
+ * n elements, not overlapping. */
+void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf);
+void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g, float *out);
 
 /* the float32 functions of the kernels above, elementwise, for tests: which = 0: exp of
  * x <= 0 (x > 0 is outside the contract), 1: tanh, 2: sigmoid */

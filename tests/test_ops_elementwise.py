@@ -1172,7 +1172,17 @@ def _ulps32(got, ref):
 # the Note states against float64 x * ndtr(x) over a dense grid, the special values, that
 # the tail keeps its relative accuracy (where torch's 1 + erf cancels), the gradient, and that
 # the forward's Phi and a recomputed one (double backward path) are the same function.
-def test_gelu_float32_accuracy_and_specials():
+@pytest.fixture(params=["compiled", "numpy"])
+def gelu_path(request, monkeypatch):
+    """Both float32 GELU paths: cgrad._fused's pass and the NumPy passes."""
+    from cgrad.ops import pointwise
+    if request.param == "compiled" and pointwise._fused_ext is None:
+        pytest.skip("cgrad._fused not built")
+    monkeypatch.setattr(pointwise, "_GELU_EXT", request.param == "compiled")
+    return request.param
+
+
+def test_gelu_float32_accuracy_and_specials(gelu_path):
     from scipy.special import ndtr
     x = np.concatenate([np.linspace(-14, 9, 400_001), np.linspace(-1e-3, 1e-3, 2001),
                         [1e-30, -1e-30, 1e-40, 3e38, -3e38]]).astype(np.float32)
@@ -1204,9 +1214,36 @@ def test_gelu_float32_accuracy_and_specials():
     g = cgrad.ones(a.shape)
     again = GeluBackward.apply(g, a.detach(), "none").numpy()
     assert again.tobytes() == a.grad.numpy().tobytes()
+    # a broadcast incoming gradient takes the NumPy product (the kernel wants equal shapes)
+    b = cgrad.tensor(x[:1000], requires_grad=True)
+    gb = GeluBackward.apply(cgrad.ones(()), b.detach(), "none").numpy()
+    np.testing.assert_array_equal(gb, GeluBackward.apply(cgrad.ones(1000), b.detach(),
+                                                         "none").numpy())
 
 
-def test_gelu_float32_matches_torch_where_torch_is_accurate():
+def test_gelu_paths_agree_to_rounding():
+    """The compiled pass and the NumPy passes: the same formulas, a few ulp apart."""
+    from cgrad.ops import pointwise
+    if pointwise._fused_ext is None:
+        pytest.skip("cgrad._fused not built")
+    x = np.random.default_rng(4).standard_normal((300, 301)).astype(np.float32) * 4
+    y, cdf = pointwise._fused_ext.gelu_f32(x)
+    cdf_np = pointwise._gelu_cdf(x)
+    assert np.abs(cdf - cdf_np).max() <= 4 * np.spacing(np.float32(1))
+    np.testing.assert_allclose(y, x * cdf_np, rtol=4e-7, atol=1e-30)
+    g = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
+    d = pointwise._fused_ext.gelu_bwd_f32(x, cdf, g)
+    ref = (np.exp(x.astype(np.float64) ** 2 * -0.5) * pointwise._INV_SQRT_2PI * x + cdf) * g
+    np.testing.assert_allclose(d, ref, rtol=3e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="one shape"):
+        pointwise._fused_ext.gelu_bwd_f32(x, cdf, g[:1])
+    with pytest.raises(TypeError, match="float32 ndarray"):
+        pointwise._fused_ext.gelu_f32(x.astype(np.float64))
+    with pytest.raises(ValueError, match="cdf must have"):
+        pointwise._fused_ext.gelu_bwd_f32(x, cdf[:1], g)
+
+
+def test_gelu_float32_matches_torch_where_torch_is_accurate(gelu_path):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((64, 257)) * 3).astype(np.float32)

@@ -18,6 +18,7 @@ elu'(0) = alpha * scale, abs'(0) = 0; floor/ceil/round/trunc/sign have zero grad
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -434,6 +435,21 @@ _ERFC_C = tuple(np.float32(c) for c in (
     1.48851587, -0.82215223, 0.17087277))
 _ERFC_K = np.float32(0.5 * _SQRT1_2)
 
+# The same formulas in one compiled pass (cgrad._fused, csrc/cg_fused.c): the forward's 34
+# NumPy passes and the backward's 5 become one loop each, with the kernels' own float32 exp
+# (<= 1 ulp; NumPy's <= 2.5), so results differ from the NumPy passes by rounding (the
+# accuracy bounds above hold for both: tests run both). CGRAD_NO_FUSED_EXT=1 at import (or
+# _GELU_EXT = False) selects the NumPy passes.
+try:
+    from cgrad import _fused as _fused_ext
+except ImportError:          # pragma: no cover - built with cgrad
+    _fused_ext = None
+_GELU_EXT = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+
+
+def _gelu_ext_ok(x):
+    return _GELU_EXT and type(x) is np.ndarray and x.dtype == np.float32 and x.ndim > 0
+
 
 def _gelu_cdf(x):
     """Phi(x) = (1 + erf(x / sqrt 2)) / 2, a new array (Note [GELU in float32])."""
@@ -674,10 +690,14 @@ class Gelu(Function):
                 t *= 0.5
                 return t
             # Phi(x), kept for the backward: it is the costly part of both passes
-            cdf = _gelu_cdf(x)
+            if _gelu_ext_ok(x):
+                y, cdf = _fused_ext.gelu_f32(x)
+            else:
+                cdf = _gelu_cdf(x)
+                y = x * cdf
             if ctx is not None:
                 ctx._aux = (approximate, cdf)
-            return x * cdf
+            return y
 
     @staticmethod
     def backward(ctx, g):
@@ -707,6 +727,10 @@ class GeluBackward(Function):
                 d += 1.0 + t
                 d *= 0.5
             else:
+                gd = g._data
+                if (_gelu_ext_ok(x) and type(gd) is np.ndarray and gd.dtype == np.float32
+                        and gd.shape == x.shape and (cdf is None or cdf.shape == x.shape)):
+                    return _fused_ext.gelu_bwd_f32(x, cdf, gd)
                 d = np.exp(x * x * -0.5)
                 d *= _INV_SQRT_2PI
                 d *= x
