@@ -20,6 +20,7 @@ import cgrad
 
 sys.path.insert(0, os.path.dirname(__file__))
 from reference_engine import reference_grad  # noqa: E402
+from thread_util import run_threads  # noqa: E402
 
 try:
     from hypothesis import HealthCheck, given, settings
@@ -866,40 +867,30 @@ def test_returned_gradient_object_is_never_modified():
 # Threads
 
 def test_threads_run_separate_graphs():
-    errors = []
     barrier = threading.Barrier(2)
 
     def work(k):
-        try:
-            barrier.wait()
-            rng = np.random.RandomState(k)
-            for i in range(200):
-                xv = rng.randn(5)
-                x = _t(xv, True)
-                w = _t([float(k + 1)], True)
-                if k == 1:                     # grad mode is per thread
-                    with cgrad.no_grad():
-                        assert not (x * w).requires_grad
-                loss = ((x * x) * w).sum() + (x.exp() * 0.5).mean()
-                if i % 2:
-                    loss.backward()
-                    gx, gw = x.grad, w.grad
-                else:
-                    gx, gw = cgrad.autograd.grad(loss, [x, w])
-                np.testing.assert_allclose(gx.numpy(), 2 * (k + 1) * xv + 0.1 * np.exp(xv),
-                                           rtol=1e-12)
-                np.testing.assert_allclose(gw.numpy(), [(xv * xv).sum()], rtol=1e-12)
-                assert cgrad.is_grad_enabled()
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        barrier.wait()
+        rng = np.random.RandomState(k)
+        for i in range(200):
+            xv = rng.randn(5)
+            x = _t(xv, True)
+            w = _t([float(k + 1)], True)
+            if k == 1:                     # grad mode is per thread
+                with cgrad.no_grad():
+                    assert not (x * w).requires_grad
+            loss = ((x * x) * w).sum() + (x.exp() * 0.5).mean()
+            if i % 2:
+                loss.backward()
+                gx, gw = x.grad, w.grad
+            else:
+                gx, gw = cgrad.autograd.grad(loss, [x, w])
+            np.testing.assert_allclose(gx.numpy(), 2 * (k + 1) * xv + 0.1 * np.exp(xv),
+                                       rtol=1e-12)
+            np.testing.assert_allclose(gw.numpy(), [(xv * xv).sum()], rtol=1e-12)
+            assert cgrad.is_grad_enabled()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    run_threads(work, [(k,) for k in range(2)])
 
 
 _SHARED_THREADS = textwrap.dedent("""

@@ -2,10 +2,10 @@
 of axes) against np.sum: shapes, axes, keepdims, dtypes, non-contiguous and small inputs (the
 np.sum fallback), nan/inf, the cache of ones vectors (bounded, read-only, shared by threads),
 and the users of it (softmax, log_softmax, layer_norm, linear's bias) against torch."""
-import threading
 
 import numpy as np
 import pytest
+from thread_util import run_threads
 
 import cgrad
 import cgrad.nn.functional as F
@@ -65,24 +65,16 @@ def test_ones_cache_bounded_readonly_and_threads():
         _fast_sum(np.ones((n, 1), np.float64) if n % 2 else np.ones((1, n)), 0 if n % 2 else 1)
     assert len(R._ONES) <= 257
     assert all(not v.flags.writeable for v in R._ONES.values())
-    errors = []
 
     def work(seed):
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(200):
-                n = int(rng.integers(64, 900))
-                a = rng.standard_normal((n, 3)).astype(np.float32)
-                np.testing.assert_allclose(_fast_sum(a, 0), a.sum(0), rtol=1e-4, atol=1e-4)
-                R._ONES.clear() if rng.random() < 0.05 else None
-        except Exception as e:            # pragma: no cover - reported below
-            errors.append(e)
-    ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
+        for _ in range(200):
+            n = int(rng.integers(64, 900))
+            a = rng.standard_normal((n, 3)).astype(np.float32)
+            np.testing.assert_allclose(_fast_sum(a, 0), a.sum(0), rtol=1e-4, atol=1e-4)
+            R._ONES.clear() if rng.random() < 0.05 else None
+
+    run_threads(work, [(s,) for s in range(4)])
 
 
 @pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])

@@ -11,10 +11,10 @@
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
+from thread_util import run_threads
 
 import cgrad
 import cgrad.nn as nn
@@ -284,21 +284,13 @@ def test_lstm_threads():
     """Four threads running the fused LSTM at once get what one thread gets (the kernels
     release the GIL and keep no state)."""
     ref = _run_lstm(True, cgrad.float32, True, seed=3)
-    got, errors = [None] * 4, []
+    got = [None] * 4
 
     def work(k):
-        try:
-            for _ in range(5):
-                got[k] = _run_lstm(True, cgrad.float32, True, seed=3)
-        except BaseException as e:          # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(5):
+            got[k] = _run_lstm(True, cgrad.float32, True, seed=3)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(work, [(k,) for k in range(4)])
     for g in got:
         for a, b in zip(g, ref):
             np.testing.assert_array_equal(a, b)

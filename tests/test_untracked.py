@@ -9,11 +9,11 @@ gc.collect() to free it. A seeded random mix of all of them does the same at the
 """
 import gc
 import random
-import threading
 import weakref
 
 import numpy as np
 import pytest
+from thread_util import run_threads
 
 import cgrad
 from cgrad import _C
@@ -430,22 +430,13 @@ def test_registry_gives_its_memory_back():
 
 
 def test_threads_building_and_flushing_concurrently():
-    errors = []
 
     def work(seed):
-        try:
-            rng = random.Random(seed)
-            for _ in range(30):
-                refs, _n = _random_program(rng, n_ops=30, create_graph=False)
-        except Exception as e:      # noqa: BLE001 - reported below
-            errors.append(e)
+        rng = random.Random(seed)
+        for _ in range(30):
+            refs, _n = _random_program(rng, n_ops=30, create_graph=False)
 
-    ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert errors == []
+    run_threads(work, [(s,) for s in range(4)])
     gc.collect()
 
 
