@@ -225,11 +225,21 @@ void cg_gelu_bwd_f32(int64_t n, const float *restrict x, const float *restrict c
                      const float *restrict g, float *restrict out)
 {
     const float inv_sqrt_2pi = 0.398942280401432678f;
-    for (int64_t j = 0; j < n; j++) {
-        float d = expneg_f32((x[j] * x[j]) * -0.5f) * inv_sqrt_2pi;
-        d *= x[j];
-        d += cdf ? cdf[j] : gelu_cdf_f32(x[j]);
-        out[j] = d * g[j];
+    /* two loops, so that each vectorises (a select between cdf[j] and the fit would not) */
+    if (cdf) {
+        for (int64_t j = 0; j < n; j++) {
+            float d = expneg_f32((x[j] * x[j]) * -0.5f) * inv_sqrt_2pi;
+            d *= x[j];
+            d += cdf[j];
+            out[j] = d * g[j];
+        }
+    } else {
+        for (int64_t j = 0; j < n; j++) {
+            float d = expneg_f32((x[j] * x[j]) * -0.5f) * inv_sqrt_2pi;
+            d *= x[j];
+            d += gelu_cdf_f32(x[j]);
+            out[j] = d * g[j];
+        }
     }
 }
 
