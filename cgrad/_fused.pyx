@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
-"""cgrad._fused: fused pointwise kernels (csrc/cg_fused.c): recurrent time steps, GELU.
+"""cgrad._fused: fused pointwise kernels (csrc/cg_fused.c): recurrent time steps, GELU;
+and a float32 GEMM (csrc/cg_gemm.c).
 
 ``lstm_fwd(lo, n, gi, hh, c, h, acts, cs, tcs, hs)`` and
 ``lstm_bwd(lo, n, acts, tcs, cprev, go, dh, dc, d)`` run one LSTM time step on rows
@@ -12,8 +13,12 @@ the caller's buffers). The C loops run with the GIL released.
 ``gelu_f32(x)`` returns (x Phi(x), Phi(x)) and ``gelu_bwd_f32(x, cdf, g)`` returns
 g (Phi(x) + x phi(x)) for float32 arrays (cdf None: Phi recomputed), new C-contiguous
 arrays of x's shape (Note [GELU in float32] in cgrad/ops/pointwise.py).
-cgrad.nn.functional._rnn and cgrad.ops.pointwise fall back to NumPy when this module is
-missing or ``CGRAD_NO_FUSED_EXT=1``.
+``sgemm(a, b, out=None, accumulate=False)``, ``pack_b(b)`` and
+``sgemm_packed(a, packed_b, out, accumulate=False)`` multiply 2-D float32 arrays of any
+non-negative aligned strides (Note [float32 GEMM] in cgrad/ops/_gemm.py); they return None
+when the kernel cannot run (no AVX-512F, or an operand layout it does not read).
+cgrad.nn.functional._rnn, cgrad.ops.pointwise and cgrad.ops._gemm fall back to NumPy when
+this module is missing or ``CGRAD_NO_FUSED_EXT=1``.
 """
 cimport numpy as cnp
 from libc.stdint cimport int64_t
@@ -39,6 +44,31 @@ cdef extern from "cg_fused.h" nogil:
     void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf)
     void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g,
                          float *out)
+
+cdef extern from "cg_gemm.h" nogil:
+    ctypedef struct cg_packed_b:
+        int64_t K
+        int64_t N
+        float *data
+    int CG_GEMM_NOMEM
+    int cg_sgemm_available()
+    int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+                 const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc,
+                 int accumulate)
+    int cg_sgemm_pack_b(int64_t K, int64_t N, const float *b, int64_t rsb, int64_t csb,
+                        cg_packed_b *out)
+    void cg_sgemm_free_b(cg_packed_b *p)
+    int cg_sgemm_packed(int64_t M, const float *a, int64_t rsa, int64_t csa,
+                        const cg_packed_b *p, float *c, int64_t ldc, int accumulate)
+
+cdef extern from "cg_fused.h" nogil:
+    int cg_lstm_seq_fwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
+                            const cg_packed_b *whh_t, const float *gi, float *hh, float *c,
+                            float *h, float *acts, float *cs, float *tcs, float *hs)
+    int cg_lstm_seq_bwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
+                            const cg_packed_b *whh, const float *acts, const float *tcs,
+                            const float *cprev, const float *go, float *dh, float *dc,
+                            float *d)
 
 
 cdef int _REQ = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED
@@ -217,3 +247,237 @@ def gelu_bwd_f32(x, cdf, g):
     with nogil:
         cg_gelu_bwd_f32(n, xp, cp, gp, op)
     return out
+
+
+# -- float32 matrix products (csrc/cg_gemm.h) -------------------------------------------------
+def sgemm_available():
+    """True when this CPU and build run the AVX-512 kernel of ``sgemm``."""
+    return cg_sgemm_available() == 1
+
+
+cdef int _operand(str fn, str name, object x, int64_t *rs, int64_t *cs, const char **lo,
+                  const char **hi) except -1:
+    """Check a 2-D float32 operand; 1 with its element strides and byte range when the
+    kernel can read it in place (aligned, native, non-negative strides), else 0."""
+    if not (cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_FLOAT32):
+        raise TypeError(f"{fn}: {name} must be a float32 ndarray")
+    cdef cnp.ndarray arr = <cnp.ndarray>x
+    if cnp.PyArray_NDIM(arr) != 2:
+        raise ValueError(f"{fn}: {name} must be 2-D, got {cnp.PyArray_NDIM(arr)}-D")
+    cdef cnp.npy_intp *st = cnp.PyArray_STRIDES(arr)
+    cdef cnp.npy_intp *sh = cnp.PyArray_DIMS(arr)
+    if (not cnp.PyArray_ISALIGNED(arr) or not cnp.PyArray_ISNOTSWAPPED(arr)
+            or st[0] < 0 or st[1] < 0 or st[0] % 4 or st[1] % 4):
+        return 0
+    rs[0] = st[0] // 4
+    cs[0] = st[1] // 4
+    lo[0] = <char *>cnp.PyArray_DATA(arr)
+    hi[0] = lo[0]
+    if sh[0] > 0 and sh[1] > 0:
+        hi[0] = lo[0] + (sh[0] - 1) * st[0] + (sh[1] - 1) * st[1] + 4
+    return 1
+
+
+cdef cnp.ndarray _result(str fn, object out, int64_t M, int64_t N):
+    if out is None:
+        return <cnp.ndarray>np.empty((M, N), dtype=np.float32)
+    if not (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_FLOAT32):
+        raise TypeError(f"{fn}: out must be a float32 ndarray")
+    cdef cnp.ndarray o = <cnp.ndarray>out
+    if cnp.PyArray_NDIM(o) != 2 or cnp.PyArray_DIMS(o)[0] != M or cnp.PyArray_DIMS(o)[1] != N:
+        raise ValueError(f"{fn}: out must have shape ({M}, {N}), got {out.shape}")
+    if (cnp.PyArray_FLAGS(o) & _REQ_W) != _REQ_W or not cnp.PyArray_ISNOTSWAPPED(o):
+        raise ValueError(f"{fn}: out must be a C-contiguous aligned native writeable array")
+    return o
+
+
+cdef int _gemm_error(str fn, int rc) except -1:
+    if rc == CG_GEMM_NOMEM:
+        raise MemoryError(f"{fn}: cannot allocate the packing buffer")
+    return 0
+
+
+def sgemm(a, b, out=None, bint accumulate=False):
+    """``a @ b`` for 2-D float32 ndarrays a (M, K) and b (K, N) of any layout, by the kernel of
+    csrc/cg_gemm.c, into ``out`` (a new (M, N) array, or a given C-contiguous one; with
+    ``accumulate`` out += a @ b). Returns out, or None when the kernel cannot run here
+    (no AVX-512F, or an operand with negative, unaligned or byte-swapped strides): the
+    caller then uses NumPy. out must not overlap a or b (ValueError)."""
+    cdef int64_t rsa = 0, csa = 0, rsb = 0, csb = 0
+    cdef const char *lo[3]
+    cdef const char *hi[3]
+    cdef bint ok_a = _operand("sgemm", "a", a, &rsa, &csa, &lo[0], &hi[0])
+    cdef bint ok_b = _operand("sgemm", "b", b, &rsb, &csb, &lo[1], &hi[1])
+    cdef int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1]
+    if b.shape[0] != K:
+        raise ValueError(f"sgemm: a is {M} x {K} and b is {b.shape[0]} x {N}: the inner "
+                         f"dimensions differ")
+    if not (ok_a and ok_b and cg_sgemm_available()):
+        return None
+    if accumulate and out is None:
+        raise ValueError("sgemm: accumulate needs out")
+    cdef cnp.ndarray o = _result("sgemm", out, M, N)
+    cdef float *c = <float *>cnp.PyArray_DATA(o)
+    lo[2] = <const char *>c
+    hi[2] = lo[2] + M * N * 4
+    if out is not None and not cg_fused_disjoint(lo, hi, 3):
+        raise ValueError("sgemm: out must not overlap a or b")
+    cdef const float *ap = <const float *>lo[0]
+    cdef const float *bp = <const float *>lo[1]
+    cdef int rc
+    with nogil:
+        rc = cg_sgemm(M, N, K, ap, rsa, csa, bp, rsb, csb, c, N, accumulate)
+    _gemm_error("sgemm", rc)
+    return o
+
+
+cdef class PackedB:
+    """A float32 (K, N) matrix packed for ``sgemm_packed`` (a recurrent layer's W_hh, used
+    at every time step): a copy, independent of the array it came from afterwards. Made by
+    ``pack_b``; read-only, so any number of threads may use one."""
+    cdef cg_packed_b p
+
+    def __dealloc__(self):
+        cg_sgemm_free_b(&self.p)
+
+    @property
+    def shape(self):
+        return (self.p.K, self.p.N)
+
+
+def pack_b(b):
+    """PackedB of a 2-D float32 array b (any non-negative aligned strides), or None when the
+    kernel cannot run here."""
+    cdef int64_t rs = 0, cs = 0
+    cdef const char *lo
+    cdef const char *hi
+    if not (_operand("pack_b", "b", b, &rs, &cs, &lo, &hi) and cg_sgemm_available()):
+        return None
+    cdef PackedB pb = PackedB.__new__(PackedB)
+    cdef int64_t K = b.shape[0], N = b.shape[1]
+    cdef int rc
+    with nogil:
+        rc = cg_sgemm_pack_b(K, N, <const float *>lo, rs, cs, &pb.p)
+    _gemm_error("pack_b", rc)
+    return pb
+
+
+def sgemm_packed(a, PackedB b not None, out, bint accumulate=False):
+    """out = a @ b (or out += a @ b) for a 2-D float32 array a (M, K) and a PackedB (K, N);
+    out: a C-contiguous (M, N) float32 array not overlapping a. Returns out, or None when
+    a's layout is not one the kernel reads (the caller unpacks to NumPy)."""
+    cdef int64_t rsa = 0, csa = 0
+    cdef const char *lo[2]
+    cdef const char *hi[2]
+    if not _operand("sgemm_packed", "a", a, &rsa, &csa, &lo[0], &hi[0]):
+        return None
+    cdef int64_t M = a.shape[0]
+    if a.shape[1] != b.p.K:
+        raise ValueError(f"sgemm_packed: a is {M} x {a.shape[1]} and b is {b.p.K} x {b.p.N}: "
+                         f"the inner dimensions differ")
+    cdef cnp.ndarray o = _result("sgemm_packed", out, M, b.p.N)
+    cdef float *c = <float *>cnp.PyArray_DATA(o)
+    lo[1] = <const char *>c
+    hi[1] = lo[1] + M * b.p.N * 4
+    if not cg_fused_disjoint(lo, hi, 2):
+        raise ValueError("sgemm_packed: out must not overlap a")
+    cdef const float *ap = <const float *>lo[0]
+    cdef int rc
+    with nogil:
+        rc = cg_sgemm_packed(M, ap, rsa, csa, &b.p, c, b.p.N, accumulate)
+    _gemm_error("sgemm_packed", rc)
+    return o
+
+
+# -- whole LSTM time loops (float32, W_hh packed) ---------------------------------------------
+cdef const int64_t *_offsets(str fn, object offsets, int64_t N, int64_t B,
+                             int64_t *T) except NULL:
+    """Check the step offsets (int64, 1-D, from 0 non-decreasing to N, steps of at most B
+    rows); their pointer and T = the number of steps."""
+    if not (cnp.PyArray_Check(offsets) and cnp.PyArray_TYPE(<cnp.ndarray>offsets) == cnp.NPY_INT64
+            and cnp.PyArray_NDIM(<cnp.ndarray>offsets) == 1
+            and (cnp.PyArray_FLAGS(<cnp.ndarray>offsets) & _REQ) == _REQ
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>offsets)):
+        raise TypeError(f"{fn}: offsets must be a contiguous 1-D int64 ndarray")
+    cdef cnp.ndarray o = <cnp.ndarray>offsets
+    cdef int64_t n = cnp.PyArray_DIMS(o)[0]
+    cdef const int64_t *p = <const int64_t *>cnp.PyArray_DATA(o)
+    if n < 1 or p[0] != 0 or p[n - 1] != N:
+        raise ValueError(f"{fn}: offsets must run from 0 to the {N} rows of the sequence")
+    cdef int64_t t
+    for t in range(n - 1):
+        if p[t + 1] < p[t] or p[t + 1] - p[t] > B:
+            raise ValueError(f"{fn}: step {t} has {p[t + 1] - p[t]} rows; steps must have "
+                             f"0 to {B} rows (the state's)")
+    T[0] = n - 1
+    return p
+
+
+cdef int64_t _rows(object a) except -1:
+    if not (cnp.PyArray_Check(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) == 2):
+        raise TypeError("lstm_seq: every array must be a 2-D ndarray")
+    return cnp.PyArray_DIMS(<cnp.ndarray>a)[0]
+
+
+def lstm_seq_fwd(offsets, bint reverse, PackedB whh_t not None, gi, hh, c, h, acts, cs, tcs,
+                 hs):
+    """The forward time loop of one float32 LSTM layer-direction (csrc/cg_fused.h): per
+    step, hh = h @ W_hh^T by the GEMM on ``whh_t`` (pack_b of W_hh^T, (H, 4H)), then the
+    step of ``lstm_fwd``. The arrays as in lstm_fwd, whole (N or B rows); returns None."""
+    cdef int64_t H = _hidden("lstm_seq_fwd", gi)
+    cdef int64_t N = _rows(gi), B = _rows(hh), T = 0
+    cdef const int64_t *off = _offsets("lstm_seq_fwd", offsets, N, B, &T)
+    cdef _Step s = _Step()
+    s.add("lstm_seq_fwd", "gi", gi, 0, N, 4 * H, False)
+    s.add("lstm_seq_fwd", "hh", hh, 0, B, 4 * H, True)
+    s.add("lstm_seq_fwd", "c", c, 0, B, H, True)
+    s.add("lstm_seq_fwd", "h", h, 0, B, H, True)
+    s.add("lstm_seq_fwd", "acts", acts, 0, N, 4 * H, True)
+    s.add("lstm_seq_fwd", "cs", cs, 0, N, H, True)
+    s.add("lstm_seq_fwd", "tcs", tcs, 0, N, H, True)
+    s.add("lstm_seq_fwd", "hs", hs, 0, N, H, True)
+    s.check("lstm_seq_fwd")
+    if s.typenum != cnp.NPY_FLOAT32:
+        raise TypeError("lstm_seq_fwd: the arrays must be float32")
+    if whh_t.p.K != H or whh_t.p.N != 4 * H:
+        raise ValueError(f"lstm_seq_fwd: whh_t must be ({H}, {4 * H}), got "
+                         f"({whh_t.p.K}, {whh_t.p.N})")
+    cdef int rc
+    with nogil:
+        rc = cg_lstm_seq_fwd_f32(T, off, reverse, H, &whh_t.p, <const float *>s.ptr[0],
+                                 <float *>s.ptr[1], <float *>s.ptr[2], <float *>s.ptr[3],
+                                 <float *>s.ptr[4], <float *>s.ptr[5], <float *>s.ptr[6],
+                                 <float *>s.ptr[7])
+    _gemm_error("lstm_seq_fwd", rc)
+
+
+def lstm_seq_bwd(offsets, bint reverse, PackedB whh not None, acts, tcs, cprev, go, dh, dc,
+                 d):
+    """The backward time loop of one float32 LSTM layer-direction (csrc/cg_fused.h): per
+    step (in the forward's order reversed), the step of ``lstm_bwd``, then dh = d @ W_hh by
+    the GEMM on ``whh`` (pack_b of W_hh, (4H, H)). Returns None."""
+    cdef int64_t H = _hidden("lstm_seq_bwd", acts)
+    cdef int64_t N = _rows(acts), B = _rows(dh), T = 0
+    cdef const int64_t *off = _offsets("lstm_seq_bwd", offsets, N, B, &T)
+    cdef _Step s = _Step()
+    s.add("lstm_seq_bwd", "acts", acts, 0, N, 4 * H, False)
+    s.add("lstm_seq_bwd", "tcs", tcs, 0, N, H, False)
+    s.add("lstm_seq_bwd", "cprev", cprev, 0, N, H, False)
+    s.add("lstm_seq_bwd", "go", go, 0, N, H, False)
+    s.add("lstm_seq_bwd", "dh", dh, 0, B, H, True)
+    s.add("lstm_seq_bwd", "dc", dc, 0, B, H, True)
+    s.add("lstm_seq_bwd", "d", d, 0, N, 4 * H, True)
+    s.check("lstm_seq_bwd")
+    if s.typenum != cnp.NPY_FLOAT32:
+        raise TypeError("lstm_seq_bwd: the arrays must be float32")
+    if whh.p.K != 4 * H or whh.p.N != H:
+        raise ValueError(f"lstm_seq_bwd: whh must be ({4 * H}, {H}), got ({whh.p.K}, "
+                         f"{whh.p.N})")
+    cdef int rc
+    with nogil:
+        rc = cg_lstm_seq_bwd_f32(T, off, reverse, H, &whh.p, <const float *>s.ptr[0],
+                                 <const float *>s.ptr[1], <const float *>s.ptr[2],
+                                 <const float *>s.ptr[3], <float *>s.ptr[4],
+                                 <float *>s.ptr[5], <float *>s.ptr[6])
+    _gemm_error("lstm_seq_bwd", rc)
+

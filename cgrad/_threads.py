@@ -52,7 +52,7 @@ def _default_sparse_threads():
 
 
 _state = {"threads": None, "interop": None, "sparse": _default_sparse_threads(),
-          "synced": frozenset(), "modules": 0}
+          "synced": frozenset(), "modules": 0, "single": None}
 
 
 # -- the loaded libraries --------------------------------------------------------------------
@@ -133,6 +133,21 @@ def blas_threads():
     return out
 
 
+def blas_single():
+    """True when NumPy's BLAS runs on one thread (set_num_threads(1), or its own setting at
+    load, e.g. OPENBLAS_NUM_THREADS=1): cgrad's single-threaded float32 GEMM then takes
+    products of any size (Note [float32 GEMM] in cgrad/ops/_gemm.py). Cached; set_num_threads
+    refreshes it."""
+    single = _state["single"]
+    if single is None:
+        n = _state["threads"]
+        if n is None:
+            counts = list(blas_threads().values())
+            n = min(counts) if counts else 1
+        single = _state["single"] = n == 1
+    return single
+
+
 def sync_blas():
     """Give the BLAS libraries loaded since the last set_num_threads its count (cgrad calls
     this after loading SciPy's BLAS); cheap when nothing was set."""
@@ -170,6 +185,7 @@ def set_num_threads(int):  # noqa: A002 - torch's parameter name
     _state["synced"] = frozenset(p for p, _, _ in libs)
     _state["modules"] = len(sys.modules)
     _state["sparse"] = n
+    _state["single"] = n == 1
 
 
 def get_num_threads():

@@ -1,5 +1,6 @@
 /* cg_fused.c: see cg_fused.h for the formulas and the contracts. */
 #include "cg_fused.h"
+#include "cg_gemm.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -175,6 +176,38 @@ void cg_lstm_bwd_f64(int64_t n, int64_t H, const double *restrict acts,
     CG_LSTM_BWD(double)
 }
 
+int cg_lstm_seq_fwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
+                        const cg_packed_b *whh_t, const float *gi, float *hh, float *c,
+                        float *h, float *acts, float *cs, float *tcs, float *hs)
+{
+    for (int64_t s = 0; s < T; s++) {
+        int64_t t = reverse ? T - 1 - s : s;
+        int64_t lo = offsets[t], n = offsets[t + 1] - lo;
+        int rc = cg_sgemm_packed(n, h, H, 1, whh_t, hh, 4 * H, 0);
+        if (rc != CG_GEMM_OK)
+            return rc;
+        cg_lstm_fwd_f32(n, H, gi + lo * 4 * H, hh, c, h, acts + lo * 4 * H, cs + lo * H,
+                        tcs + lo * H, hs + lo * H);
+    }
+    return CG_GEMM_OK;
+}
+
+int cg_lstm_seq_bwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
+                        const cg_packed_b *whh, const float *acts, const float *tcs,
+                        const float *cprev, const float *go, float *dh, float *dc, float *d)
+{
+    for (int64_t s = 0; s < T; s++) {
+        int64_t t = reverse ? s : T - 1 - s;        /* the forward's order, reversed */
+        int64_t lo = offsets[t], n = offsets[t + 1] - lo;
+        cg_lstm_bwd_f32(n, H, acts + lo * 4 * H, tcs + lo * H, cprev + lo * H, go + lo * H,
+                        dh, dc, d + lo * 4 * H);
+        int rc = cg_sgemm_packed(n, d + lo * 4 * H, 4 * H, 1, whh, dh, H, 0);
+        if (rc != CG_GEMM_OK)
+            return rc;
+    }
+    return CG_GEMM_OK;
+}
+
 int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k)
 {
     for (int a = 0; a < k; a++) {
@@ -257,3 +290,4 @@ void cg_fused_map_f32(int which, int64_t n, const float *restrict x, float *rest
             out[j] = sigmoid_f32(x[j]);
     }
 }
+

@@ -7,7 +7,10 @@
 * the Python layer: wrong types, dtypes, layouts, read-only outputs, overlapping arrays,
   rows out of range raise TypeError/ValueError and write nothing;
 * nn.LSTM on the fused path equals the NumPy path (float64 to 1e-13, float32 to rounding)
-  for packed variable lengths, bidirectional, with gradients; threads share nothing.
+  for packed variable lengths, bidirectional, with gradients; threads share nothing;
+* the whole float32 time loop in C (lstm_seq_fwd / lstm_seq_bwd, W_hh packed for the GEMM of
+  csrc/cg_gemm.c): the bits of the step-by-step loop over the same GEMM, its checks, and
+  nn.LSTM through it against the NumPy path.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from thread_util import run_threads
 
 import cgrad
 import cgrad.nn as nn
+from cgrad import _threads
 from cgrad.nn.functional import _rnn
 from cgrad.nn.utils import rnn as rnn_utils
 
@@ -242,9 +246,12 @@ def test_readonly_and_overlap_rejected():
 
 # --- nn.LSTM: the fused path against the NumPy path -----------------------------------------
 
-def _run_lstm(fused, dtype, packed, seed=0):
-    prev = _rnn._FUSED
+def _run_lstm(fused, dtype, packed, seed=0, seq=False):
+    """seq: as if the BLAS ran on one thread, so that float32 layers pack W_hh and run
+    their time loops in C (lstm_seq_*); else the state's own setting."""
+    prev, prev_single = _rnn._FUSED, _threads._state["single"]
     _rnn._FUSED = fused
+    _threads._state["single"] = True if seq else prev_single
     try:
         m = nn.LSTM(3, 5, num_layers=2, bidirectional=True, dtype=dtype)
         rng = np.random.default_rng(seed)       # weights from a local stream (threads)
@@ -266,6 +273,7 @@ def _run_lstm(fused, dtype, packed, seed=0):
         return res
     finally:
         _rnn._FUSED = prev
+        _threads._state["single"] = prev_single
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -311,3 +319,141 @@ def test_lstm_float32_against_torch():
     tp = dict(tm.named_parameters())
     for k, p in cm.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), tp[k].grad.numpy(), atol=1e-5, rtol=1e-4)
+
+
+# --- the whole time loop in C (float32, W_hh packed) -----------------------------------------
+needs_gemm = pytest.mark.skipif(not _fused.sgemm_available(), reason="needs AVX-512F")
+
+
+def _seq_arrays(rng, N, B, H):
+    gi = rng.standard_normal((N, 4 * H)).astype(F32)
+    whh = (0.3 * rng.standard_normal((4 * H, H))).astype(F32)
+    st = [rng.standard_normal((B, H)).astype(F32) for _ in range(2)]
+    return gi, whh, st
+
+
+@needs_gemm
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bs,H", [([3, 3, 3], 5), ([4, 3, 3, 1], 33), ([2], 1), ([], 4)])
+def test_lstm_seq_has_the_bits_of_the_step_loop(bs, H, reverse):
+    rng = np.random.default_rng(len(bs) * 10 + H)
+    offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
+    N, B = int(offsets[-1]), max(bs, default=2)
+    gi, whh, (h0, c0) = _seq_arrays(rng, N, B, H)
+    whh_t = np.ascontiguousarray(whh.T)
+    order = range(len(bs) - 1, -1, -1) if reverse else range(len(bs))
+
+    def fresh():
+        return (np.zeros((B, 4 * H), F32), c0.copy(), h0.copy(), np.zeros((N, 4 * H), F32),
+                np.zeros((N, H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32))
+
+    a = fresh()
+    _fused.lstm_seq_fwd(offsets, reverse, _fused.pack_b(whh_t), gi, *a)
+    b = fresh()
+    pk = _fused.pack_b(whh_t)
+    for t in order:
+        lo, n = offsets[t], offsets[t + 1] - offsets[t]
+        _fused.sgemm_packed(b[2][:n], pk, b[0][:n])
+        _fused.lstm_fwd(lo, n, gi, b[0], b[1], b[2], *b[3:])
+    for x, y in zip(a[1:], b[1:]):
+        np.testing.assert_array_equal(x, y)
+    acts, cs, tcs = a[3], a[4], a[5]
+    cprev = rng.standard_normal((N, H)).astype(F32)
+    go = rng.standard_normal((N, H)).astype(F32)
+
+    def fresh_b():
+        return (np.ones((B, H), F32), np.full((B, H), 0.5, F32),
+                np.zeros((N, 4 * H), F32))
+
+    dh, dc, d = fresh_b()
+    _fused.lstm_seq_bwd(offsets, reverse, _fused.pack_b(whh), acts, tcs, cprev, go, dh, dc, d)
+    dh2, dc2, d2 = fresh_b()
+    pkb = _fused.pack_b(whh)
+    for t in reversed(order):
+        lo, n = offsets[t], offsets[t + 1] - offsets[t]
+        _fused.lstm_bwd(lo, n, acts, tcs, cprev, go, dh2, dc2, d2)
+        _fused.sgemm_packed(d2[lo:lo + n], pkb, dh2[:n])
+    for x, y in zip((dh, dc, d), (dh2, dc2, d2)):
+        np.testing.assert_array_equal(x, y)
+
+
+def _seq_fwd_args(N=6, B=3, H=2):
+    rng = np.random.default_rng(0)
+    gi, whh, (h0, c0) = _seq_arrays(rng, N, B, H)
+    return [np.array([0, 3, 5, 6], np.int64), False, _fused.pack_b(np.ascontiguousarray(whh.T)),
+            gi, np.zeros((B, 4 * H), F32), c0, h0, np.zeros((N, 4 * H), F32),
+            np.zeros((N, H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32)]
+
+
+@needs_gemm
+@pytest.mark.parametrize("pos,bad,exc,msg", [
+    (0, np.array([0, 3, 5, 6], np.int32), TypeError, "offsets must be a contiguous 1-D int64"),
+    (0, [0, 3, 5, 6], TypeError, "offsets must be a contiguous 1-D int64"),
+    (0, np.array([1, 3, 5, 6], np.int64), ValueError, "offsets must run from 0"),
+    (0, np.array([0, 3, 5, 7], np.int64), ValueError, "offsets must run from 0"),
+    (0, np.array([0, 4, 5, 6], np.int64), ValueError, "step 0 has 4 rows"),
+    (0, np.array([0, 3, 2, 6], np.int64), ValueError, "step 1 has -1 rows"),
+    (0, np.array([], np.int64), ValueError, "offsets must run from 0"),
+    (2, None, TypeError, "whh_t"),
+    (2, "pack", ValueError, r"whh_t must be \(2, 8\)"),
+    (3, np.zeros((6, 8)), TypeError, "float32"),
+    (4, np.zeros((3, 8), F32)[:, ::-1], ValueError, "hh must be a C-contiguous"),
+    (6, np.zeros((3, 3), F32), ValueError, "h has 3 columns"),
+])
+def test_lstm_seq_rejects(pos, bad, exc, msg):
+    args = _seq_fwd_args()
+    if isinstance(bad, str):
+        bad = _fused.pack_b(np.zeros((8, 2), F32))
+    args[pos] = bad
+    before = [a.copy() for a in args[3:]]
+    with pytest.raises(exc, match=msg):
+        _fused.lstm_seq_fwd(*args)
+    for a, b in zip(args[3:], before):
+        if a.shape == b.shape and a.dtype == b.dtype:
+            np.testing.assert_array_equal(a, b)
+
+
+@needs_gemm
+def test_lstm_seq_rejects_overlap_and_bad_backward_input():
+    args = _seq_fwd_args()
+    args[8] = args[9]                                   # cs is tcs
+    with pytest.raises(ValueError, match="overlap"):
+        _fused.lstm_seq_fwd(*args)
+    N, B, H = 6, 3, 2
+    off = np.array([0, 3, 5, 6], np.int64)
+    pk = _fused.pack_b(np.zeros((4 * H, H), F32))
+    arrs = [np.zeros((N, 4 * H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32),
+            np.zeros((N, H), F32), np.zeros((B, H), F32), np.zeros((B, H), F32),
+            np.zeros((N, 4 * H), F32)]
+    _fused.lstm_seq_bwd(off, True, pk, *arrs)
+    with pytest.raises(ValueError, match=r"whh must be \(8, 2\)"):
+        _fused.lstm_seq_bwd(off, False, _fused.pack_b(np.zeros((2, 8), F32)), *arrs)
+    with pytest.raises(ValueError, match="step 0 has 2 rows"):
+        _fused.lstm_seq_bwd(np.array([0, 2, 4, 6], np.int64), False, pk, *arrs[:4],
+                            np.zeros((1, H), F32), np.zeros((1, H), F32), arrs[6])
+    arrs[6] = arrs[0]
+    with pytest.raises(ValueError, match="overlap"):
+        _fused.lstm_seq_bwd(off, False, pk, *arrs)
+
+
+@needs_gemm
+@pytest.mark.parametrize("packed", [False, True])
+def test_lstm_seq_path_equals_numpy_path_float32(packed):
+    for a, b in zip(_run_lstm(True, cgrad.float32, packed, seq=True),
+                    _run_lstm(False, cgrad.float32, packed)):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+@needs_gemm
+def test_lstm_seq_threads():
+    ref = _run_lstm(True, cgrad.float32, True, seed=4, seq=True)
+    got = [None] * 4
+
+    def work(k):
+        for _ in range(5):
+            got[k] = _run_lstm(True, cgrad.float32, True, seed=4, seq=True)
+
+    run_threads(work, [(k,) for k in range(4)])
+    for g in got:
+        for a, b in zip(g, ref):
+            np.testing.assert_array_equal(a, b)

@@ -41,6 +41,7 @@ import numpy as np
 from cgrad._C import TensorBase, _wrap, is_grad_enabled
 from cgrad.autograd.function import Function
 from cgrad.ops.shape import Transpose
+from cgrad.ops import _gemm
 
 # ----------------------------------------------------------------------------------------
 # dtype names as torch prints them in these kernels' errors
@@ -121,8 +122,11 @@ def _tensor_arg(x, fn, name, pos):
 def _matmul_np(A, B):
     """np.matmul; a contiguous batch of small matrices times one matrix is folded into one
     GEMM (a view), instead of one BLAS call per matrix of the batch."""
+    if A.ndim == 2 and B.ndim == 2:
+        return _gemm.mm(A, B)
     if A.ndim >= 3 and B.ndim <= 2 and A.shape[-2] < 32 and A.flags.c_contiguous and A.size:
-        return np.matmul(A.reshape(-1, A.shape[-1]), B).reshape(A.shape[:-1] + B.shape[1:])
+        return _gemm.mm(A.reshape(-1, A.shape[-1]), B).reshape(A.shape[:-1] + B.shape[1:]) \
+            if B.ndim == 2 else np.matmul(A.reshape(-1, A.shape[-1]), B).reshape(A.shape[:-1])
     return np.matmul(A, B)
 
 
@@ -145,9 +149,9 @@ def _grads_np(G, A, B, sa, sb, na, nb):
     if la <= 2 and lb <= 2:
         if la == 2 and lb == 2:
             if na:
-                ga = np.matmul(G, B.T)
+                ga = _gemm.mm(G, B.T)
             if nb:
-                gb = np.matmul(A.T, G)
+                gb = _gemm.mm(A.T, G)
         elif la == 1 and lb == 1:
             if na:
                 ga = np.multiply(G, B)
@@ -313,7 +317,7 @@ class Mm(MatMul):
             _check_mm(A.shape, B.shape, A.dtype, B.dtype)
         if ctx is not None:
             _save(ctx, a, b)
-        return np.matmul(A, B)
+        return _gemm.mm(A, B)
 
 
 class Mv(MatMul):

@@ -7,6 +7,7 @@ from cgrad import _checks
 from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _shape_list, _tname
+from cgrad.ops import _gemm
 from cgrad.ops.linalg import Mm
 from cgrad.ops._sums import _fast_sum
 from cgrad.ops.shape import T
@@ -55,7 +56,7 @@ class _Addmm(Function):
     def forward(ctx, x, w, b):
         X, W = x._data, w._data
         _check_mm(X, W)
-        out = X @ W.T
+        out = _gemm.mm(X, W.T)
         if b is not None:
             B = b._data
             _check_bias(B, out.shape, out.dtype)
@@ -76,8 +77,8 @@ class _Addmm(Function):
         if not _C.is_grad_enabled():
             # first order: the three BLAS/NumPy calls themselves, no nodes to record
             G = g._data
-            return (_wrap(G @ w._data) if nx else None,
-                    _wrap(G.T @ x._data) if nw else None,
+            return (_wrap(_gemm.mm(G, w._data)) if nx else None,
+                    _wrap(_gemm.mm(G.T, x._data)) if nw else None,
                     (_wrap(_fast_sum(G, 0)) if sum_bias else g) if nb else None)
         gx = Mm.apply(g, w) if nx else None
         gw = Mm.apply(T.apply(g), x) if nw else None

@@ -21,6 +21,7 @@ from cgrad._C import _wrap
 from cgrad.autograd.engine import grad as _autograd_grad
 from cgrad.autograd.function import Function
 from cgrad.nn.functional._utils import _grad_enabled
+from cgrad.ops import _gemm
 from cgrad.ops._sums import _fast_sum
 
 __all__ = []
@@ -34,7 +35,8 @@ except ImportError:          # pragma: no cover - built with cgrad; NumPy below 
 # backward on (batch, 4H) blocks, a few microseconds each at batch 32 x 128 hidden, so the
 # calls, not the arithmetic, took a third of the char-LSTM training step. cgrad._fused
 # (csrc/cg_fused.c) does each step's cell in one pass over the same buffers, with the same
-# formulas in the same order; the matrix products stay in NumPy's BLAS. float64 uses the C
+# formulas in the same order; the per-step matrix products go to the float32 GEMM with W_hh
+# packed once per call (Note [float32 GEMM]), else to NumPy's BLAS. float64 uses the C
 # library's exp and tanh; float32 polynomial exp and tanh (<= 1 ulp of the float64 functions
 # rounded; sigmoid <= 3 ulp; NumPy's own float32 exp is <= 2.5 ulp), so float32 results differ
 # from the NumPy path by rounding. CGRAD_NO_FUSED_EXT=1 at import selects the NumPy path
@@ -102,9 +104,9 @@ def _composite_grads(ctx, tensors, grads_out, composite, args):
 def _param_grads(needs, x, w_ih, dGI, dGH, hprev, b_ih, b_hh, k=2):
     """dx, dW_ih, dW_hh, db_ih, db_hh from the packed pre-activation gradients (needs from
     position k: x is input 0, w_ih k, w_hh k+1, b_ih k+2, b_hh k+3)."""
-    gx = _wrap(dGI @ w_ih._data) if needs[0] else None
-    gwih = _wrap(dGI.T @ x._data) if needs[k] else None
-    gwhh = _wrap(dGH.T @ hprev) if needs[k + 1] else None
+    gx = _wrap(_gemm.mm(dGI, w_ih._data)) if needs[0] else None
+    gwih = _wrap(_gemm.mm(dGI.T, x._data)) if needs[k] else None
+    gwhh = _wrap(_gemm.mm(dGH.T, hprev)) if needs[k + 1] else None
     gbih = _wrap(_fast_sum(dGI, 0)) if (b_ih is not None and needs[k + 2]) else None
     gbhh = None
     if b_hh is not None and needs[k + 3]:
@@ -123,7 +125,7 @@ class _LSTMLayer(Function):
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite):
         H = h0.shape[1]
-        gi = x._data @ w_ih._data.T
+        gi = _gemm.mm(x._data, w_ih._data.T)
         if b_ih is not None:
             gi += b_ih._data + b_hh._data
         dt = gi.dtype
@@ -138,12 +140,17 @@ class _LSTMLayer(Function):
         B = h.shape[0]
         hh = np.empty((B, 4 * H), dtype=dt)           # h @ W_hh^T of one step
         if _FUSED and dt in (np.float32, np.float64):  # Note [Fused LSTM step]
-            step = _fused_ext.lstm_fwd
-            for t in order:
-                lo, hi = offsets[t], offsets[t + 1]
-                n = hi - lo
-                np.matmul(h[:n], whh_t, out=hh[:n])
-                step(lo, n, gi, hh, c, h, acts, cs, tcs, hs)
+            pk = _gemm.packed(whh_t)             # Note [float32 GEMM]: W_hh packed once
+            if pk is not None:                  # the whole time loop in C
+                _fused_ext.lstm_seq_fwd(offsets, reverse, pk, gi, hh, c, h, acts, cs, tcs,
+                                        hs)
+            else:
+                step = _fused_ext.lstm_fwd
+                for t in order:
+                    lo, hi = offsets[t], offsets[t + 1]
+                    n = hi - lo
+                    np.matmul(h[:n], whh_t, out=hh[:n])
+                    step(lo, n, gi, hh, c, h, acts, cs, tcs, hs)
             order = ()
         ig = np.empty((B, H), dtype=dt)               # i * g of one step
         for t in order:
@@ -191,14 +198,19 @@ class _LSTMLayer(Function):
         dc = g_c._data.astype(hs.dtype, order="C", copy=True)
         kc = np.empty_like(dc)
         if _FUSED and dA.dtype in (np.float32, np.float64):  # Note [Fused LSTM step]
-            step = _fused_ext.lstm_bwd
             go = np.ascontiguousarray(go, dtype=dA.dtype)
             cprev = np.ascontiguousarray(cprev, dtype=dA.dtype)
-            for t in reversed(order):
-                lo, hi = offsets[t], offsets[t + 1]
-                n = hi - lo
-                step(lo, n, acts, tcs, cprev, go, dh, dc, dA)
-                np.matmul(dA[lo:hi], whh, out=dh[:n])
+            pk = _gemm.packed(whh) if whh.dtype == dA.dtype else None
+            if pk is not None:                  # the whole time loop in C
+                _fused_ext.lstm_seq_bwd(offsets, reverse, pk, acts, tcs, cprev, go, dh, dc,
+                                        dA)
+            else:
+                step = _fused_ext.lstm_bwd
+                for t in reversed(order):
+                    lo, hi = offsets[t], offsets[t + 1]
+                    n = hi - lo
+                    step(lo, n, acts, tcs, cprev, go, dh, dc, dA)
+                    np.matmul(dA[lo:hi], whh, out=dh[:n])
             order = ()
         for t in reversed(order):
             lo, hi = offsets[t], offsets[t + 1]

@@ -1,0 +1,72 @@
+"""Matrix products of raw arrays: ``mm(a, b)``, and ``packed(b)`` for one right operand used
+at every time step of a recurrent layer (W_hh).
+
+Note [float32 GEMM]
+~~~~~~~~~~~~~~~~~~~
+At the shapes of training steps of small models ((512 x 64) @ (64 x 192) in nanoGPT-tiny's
+Linear layers, (32 x 128) @ (128 x 512) at every LSTM time step) NumPy's OpenBLAS runs at
+100-130 GFLOP/s on one core, torch's MKL at 145-170, and that difference was most of what
+separated cgrad's whole training steps from torch's. cgrad._fused.sgemm (csrc/cg_gemm.c) is
+an AVX-512 kernel in the BLIS scheme (an 8 x 32 FMA micro-tile, B packed in 32-column
+panels, A read in place at any strides): 140-170 GFLOP/s at those shapes, and 160 on the
+LSTM step with W_hh packed once per layer instead of by OpenBLAS at every step.
+
+It is used for 2-D float32 products whose columns fill at least 3/4 of the 32-column panels
+they take (narrower or ragged products, pygcn's (2708 x 1433) @ (1433 x 16), nanoGPT's
+65-token head, compute padding in every tile and OpenBLAS is as fast or faster), when the
+CPU has AVX-512F, and when OpenBLAS would run the product on one thread anyway: M N K <=
+2^18 (OpenBLAS's own bound for splitting a GEMM), or the BLAS set to one thread
+(``cgrad.set_num_threads(1)``, ``OPENBLAS_NUM_THREADS=1``), since the kernel itself is
+single-threaded. Everything else (float64, other CPUs, big products with a multi-threaded
+BLAS, batched products) goes to ``np.matmul``. A recurrent layer packs W_hh once per call
+(``packed``) when the BLAS runs on one thread. Results agree with NumPy's to float32
+rounding (each element a k-ordered FMA sum in blocks of 256; not OpenBLAS's order); the
+same inputs give the same bits wherever the kernel runs, packed or not, in any layout.
+``CGRAD_NO_FUSED_EXT=1`` at import turns the kernel off.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:
+    from cgrad import _fused as _ext
+except ImportError:                       # built without the extension: NumPy only
+    _ext = None
+
+from cgrad import _threads
+
+_ON = (_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+       and _ext.sgemm_available())
+_F32 = np.dtype(np.float32)
+_ONE_THREAD_MNK = 1 << 18
+_NR = 32                                  # the micro-tile's columns (CG_GEMM_NR)
+
+
+def _kernel_for(a, b):
+    """True when (a @ b) of 2-D arrays should go to cgrad._fused.sgemm (Note [float32 GEMM])."""
+    if not _ON or a.dtype != _F32 or b.dtype != _F32 or a.ndim != 2 or b.ndim != 2:
+        return False
+    n = b.shape[1]
+    if 4 * n < 3 * _NR * -(-n // _NR):      # > 1/4 of the 32-column panels is padding
+        return False
+    return a.shape[0] * a.shape[1] * n <= _ONE_THREAD_MNK or _threads.blas_single()
+
+
+def mm(a, b):
+    """a @ b for 2-D ndarrays (a new array)."""
+    if _kernel_for(a, b):
+        out = _ext.sgemm(a, b)
+        if out is not None:
+            return out
+    return np.matmul(a, b)
+
+
+def packed(b):
+    """b (K, N) packed once for a recurrent layer's time loop in C (cgrad._fused.lstm_seq_*):
+    a PackedB when the kernel takes float32 products and the BLAS runs on one thread, else
+    None (the layer then loops in Python over np.matmul)."""
+    if _ON and b.dtype == _F32 and b.ndim == 2 and _threads.blas_single():
+        return _ext.pack_b(b)
+    return None
