@@ -9,7 +9,9 @@
  * micro-kernel (8 rows x 32 columns of C in 16 zmm accumulators, FMA) and B packed in
  * 32-column panels (zero-padded), optionally once for many products (cg_sgemm_pack_b).
  * A is read in place with any strides (8 row pointers; rows past M repeat a valid row and
- * are not stored); partial tiles are stored with masks.
+ * are not stored), except that an A which is not row-major is packed in 8-row panels when
+ * each panel serves 4 or more panels of B (its in-place tiles would touch 8 cache lines a
+ * k); partial tiles are stored with masks.
  *
  * Numerics: each C element is a sum over k in increasing order, by FMA, in blocks of
  * CG_GEMM_KC (a block's sum is added to C once); a different order than OpenBLAS's or

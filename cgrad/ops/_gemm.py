@@ -8,8 +8,9 @@ Linear layers, (32 x 128) @ (128 x 512) at every LSTM time step) NumPy's OpenBLA
 100-130 GFLOP/s on one core, torch's MKL at 145-170, and that difference was most of what
 separated cgrad's whole training steps from torch's. cgrad._fused.sgemm (csrc/cg_gemm.c) is
 an AVX-512 kernel in the BLIS scheme (an 8 x 32 FMA micro-tile, B packed in 32-column
-panels, A read in place at any strides): 140-170 GFLOP/s at those shapes, and 160 on the
-LSTM step with W_hh packed once per layer instead of by OpenBLAS at every step.
+panels, A read in place at any strides, or packed in 8-row panels when it is not row-major
+and its panels are reused over 4 or more of B's): 140-170 GFLOP/s at those shapes, and 160
+on the LSTM step with W_hh packed once per layer instead of by OpenBLAS at every step.
 
 It is used for 2-D float32 products whose columns fill at least 3/4 of the 32-column panels
 they take (narrower or ragged products, pygcn's (2708 x 1433) @ (1433 x 16), nanoGPT's
