@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, embedsignature=True
-"""cgrad._fused: fused pointwise kernels (csrc/cg_fused.c): recurrent time steps, GELU;
-and a float32 GEMM (csrc/cg_gemm.c).
+"""cgrad._fused: fused kernels (csrc/cg_fused.c): recurrent time steps, GELU, layer
+normalization; and a float32 GEMM (csrc/cg_gemm.c).
 
 ``lstm_fwd(lo, n, gi, hh, c, h, acts, cs, tcs, hs)`` and
 ``lstm_bwd(lo, n, acts, tcs, cprev, go, dh, dc, d)`` run one LSTM time step on rows
@@ -13,6 +13,10 @@ the caller's buffers). The C loops run with the GIL released.
 ``gelu_f32(x)`` returns (x Phi(x), Phi(x)) and ``gelu_bwd_f32(x, cdf, g)`` returns
 g (Phi(x) + x phi(x)) for float32 arrays (cdf None: Phi recomputed), new C-contiguous
 arrays of x's shape (Note [GELU in float32] in cgrad/ops/pointwise.py).
+``layer_norm_f32(x, w, b, eps)`` -> (y, mu, rstd) and
+``layer_norm_bwd_f32(x, mu, rstd, w, g, need_x, need_w, need_b)`` -> (gx, gw, gb) normalize
+float32 rows over the last axis (Note [Layer norm in one pass] in
+cgrad/nn/functional/_normalization.py).
 ``sgemm(a, b, out=None, accumulate=False)``, ``pack_b(b)`` and
 ``sgemm_packed(a, packed_b, out, accumulate=False)`` multiply 2-D float32 arrays of any
 non-negative aligned strides (Note [float32 GEMM] in cgrad/ops/_gemm.py); they return None
@@ -44,6 +48,11 @@ cdef extern from "cg_fused.h" nogil:
     void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf)
     void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g,
                          float *out)
+    void cg_layer_norm_f32(int64_t R, int64_t C, const float *x, const float *w,
+                           const float *b, double eps, float *y, float *mu, float *rstd)
+    int cg_layer_norm_bwd_f32(int64_t R, int64_t C, const float *x, const float *mu,
+                              const float *rstd, const float *w, const float *g, float *gx,
+                              float *gw, float *gb)
 
 cdef extern from "cg_gemm.h" nogil:
     ctypedef struct cg_packed_b:
@@ -481,3 +490,79 @@ def lstm_seq_bwd(offsets, bint reverse, PackedB whh not None, acts, tcs, cprev, 
                                  <float *>s.ptr[5], <float *>s.ptr[6])
     _gemm_error("lstm_seq_bwd", rc)
 
+
+# -- layer normalization (float32) -------------------------------------------------------------
+cdef const float *_ln_vec(str fn, str name, object v, int64_t C) except? NULL:
+    """The data of a float32 C-contiguous vector of C elements (v None: NULL)."""
+    if v is None:
+        return NULL
+    cdef cnp.ndarray a = _f32_c(fn, name, v)
+    if a.size != C:
+        raise ValueError(f"{fn}: {name} must have {C} elements, got {a.size}")
+    return <const float *>cnp.PyArray_DATA(a)
+
+
+def layer_norm_f32(x, w, b, double eps):
+    """(y, mu, rstd) of a float32 array x (..., C) normalized over its last axis (the caller
+    flattens the normalized dims): y of x's shape, mu and rstd of shape x.shape[:-1] + (1,);
+    w, b: C-element float32 arrays or None (csrc/cg_fused.h)."""
+    cdef cnp.ndarray a = _f32_c("layer_norm_f32", "x", x)
+    if a.ndim < 1:
+        raise ValueError("layer_norm_f32: x must have at least 1 dimension")
+    cdef int64_t C = a.shape[a.ndim - 1]
+    cdef int64_t R = a.size // C if C else 0
+    # keep the vectors alive while their data is used: bind the contiguous arrays
+    cdef object wc = np.ascontiguousarray(w) if w is not None else None
+    cdef object bc = np.ascontiguousarray(b) if b is not None else None
+    cdef const float *wp = _ln_vec("layer_norm_f32", "weight", wc, C)
+    cdef const float *bp = _ln_vec("layer_norm_f32", "bias", bc, C)
+    cdef cnp.ndarray y = <cnp.ndarray>np.empty_like(a)
+    shp = tuple((<object>a).shape)
+    stat_shape = shp[:len(shp) - 1] + (1,)
+    cdef cnp.ndarray mu = <cnp.ndarray>np.empty(stat_shape, dtype=np.float32)
+    cdef cnp.ndarray rstd = <cnp.ndarray>np.empty(stat_shape, dtype=np.float32)
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef float *yp = <float *>cnp.PyArray_DATA(y)
+    cdef float *mp = <float *>cnp.PyArray_DATA(mu)
+    cdef float *rp = <float *>cnp.PyArray_DATA(rstd)
+    if C == 0:
+        return y, mu, rstd
+    with nogil:
+        cg_layer_norm_f32(R, C, xp, wp, bp, eps, yp, mp, rp)
+    return y, mu, rstd
+
+
+def layer_norm_bwd_f32(x, mu, rstd, w, g, bint need_x, bint need_w, bint need_b):
+    """(gx, gw, gb) of layer_norm_f32 for the output gradient g (x's shape; each None when
+    not needed); mu, rstd as layer_norm_f32 returned them."""
+    cdef cnp.ndarray a = _f32_c("layer_norm_bwd_f32", "x", x)
+    cdef cnp.ndarray gg = _f32_c("layer_norm_bwd_f32", "g", g)
+    if a.ndim < 1 or tuple((<object>a).shape) != tuple((<object>gg).shape):
+        raise ValueError(f"layer_norm_bwd_f32: x and g must have one shape, got "
+                         f"{(<object>a).shape} and {(<object>gg).shape}")
+    cdef int64_t C = a.shape[a.ndim - 1]
+    cdef int64_t R = a.size // C if C else 0
+    cdef cnp.ndarray m = _f32_c("layer_norm_bwd_f32", "mu", mu)
+    cdef cnp.ndarray r = _f32_c("layer_norm_bwd_f32", "rstd", rstd)
+    if m.size != R or r.size != R:
+        raise ValueError(f"layer_norm_bwd_f32: mu and rstd must have {R} elements")
+    cdef object wc = np.ascontiguousarray(w) if w is not None else None
+    cdef const float *wp = _ln_vec("layer_norm_bwd_f32", "weight", wc, C)
+    cdef cnp.ndarray gx = <cnp.ndarray>np.empty_like(a) if need_x else None
+    cdef cnp.ndarray gw = <cnp.ndarray>np.empty(C, dtype=np.float32) if need_w else None
+    cdef cnp.ndarray gb = <cnp.ndarray>np.empty(C, dtype=np.float32) if need_b else None
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef const float *gp = <const float *>cnp.PyArray_DATA(gg)
+    cdef const float *mp = <const float *>cnp.PyArray_DATA(m)
+    cdef const float *rp = <const float *>cnp.PyArray_DATA(r)
+    cdef float *gxp = <float *>cnp.PyArray_DATA(gx) if need_x else NULL
+    cdef float *gwp = <float *>cnp.PyArray_DATA(gw) if need_w else NULL
+    cdef float *gbp = <float *>cnp.PyArray_DATA(gb) if need_b else NULL
+    cdef int rc = 0
+    if C == 0:
+        return gx, gw, gb
+    with nogil:
+        rc = cg_layer_norm_bwd_f32(R, C, xp, mp, rp, wp, gp, gxp, gwp, gbp)
+    if rc:
+        raise MemoryError("layer_norm_bwd_f32: cannot allocate the column sums")
+    return gx, gw, gb

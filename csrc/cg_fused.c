@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Function multi-versioning: GCC on x86-64 Linux (ifunc) compiles the step kernels for
@@ -291,3 +292,142 @@ void cg_fused_map_f32(int which, int64_t n, const float *restrict x, float *rest
     }
 }
 
+/* Layer normalization over rows of C floats (see cg_fused.h). Row sums in double over 8
+ * lanes (lane l takes the elements j = l mod 8, then the lanes are added in order): GCC
+ * vectorises the lanes, and the order, so the result, is the same at every width. */
+#define LN_LANES 8
+
+static inline double ln_sum(int64_t C, const float *restrict x)
+{
+    double acc[LN_LANES] = {0};
+    int64_t j = 0;
+    for (; j + LN_LANES <= C; j += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++)
+            acc[l] += (double)x[j + l];
+    for (int l = 0; j < C; j++, l++)
+        acc[l] += (double)x[j];
+    double s = 0;
+    for (int l = 0; l < LN_LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+static inline double ln_sum_sq_dev(int64_t C, const float *restrict x, double mu)
+{
+    double acc[LN_LANES] = {0};
+    int64_t j = 0;
+    for (; j + LN_LANES <= C; j += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) {
+            double d = (double)x[j + l] - mu;
+            acc[l] += d * d;
+        }
+    for (int l = 0; j < C; j++, l++) {
+        double d = (double)x[j] - mu;
+        acc[l] += d * d;
+    }
+    double s = 0;
+    for (int l = 0; l < LN_LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+CG_MULTIVERSION
+void cg_layer_norm_f32(int64_t R, int64_t C, const float *restrict x, const float *restrict w,
+                       const float *restrict b, double eps, float *restrict y,
+                       float *restrict mu, float *restrict rstd)
+{
+    for (int64_t r = 0; r < R; r++) {
+        const float *restrict xr = x + r * C;
+        float *restrict yr = y + r * C;
+        double m = ln_sum(C, xr) / (double)C;
+        double v = ln_sum_sq_dev(C, xr, m) / (double)C;
+        float mf = (float)m, rs = (float)(1.0 / sqrt(v + eps));
+        mu[r] = mf;
+        rstd[r] = rs;
+        if (w && b) {
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = (xr[j] - mf) * rs * w[j] + b[j];
+        } else if (w) {
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = (xr[j] - mf) * rs * w[j];
+        } else if (b) {
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = (xr[j] - mf) * rs + b[j];
+        } else {
+            for (int64_t j = 0; j < C; j++)
+                yr[j] = (xr[j] - mf) * rs;
+        }
+    }
+}
+
+/* gx, and the column sums gw += g xhat, gb += g accumulated in double (ws, bs: C doubles
+ * each, zeroed by the caller; NULL when not wanted). xh: a row of scratch (C floats). */
+CG_MULTIVERSION
+static void ln_bwd_rows(int64_t R, int64_t C, const float *restrict x,
+                        const float *restrict mu, const float *restrict rstd,
+                        const float *restrict w, const float *restrict g, float *restrict gx,
+                        double *restrict ws, double *restrict bs, float *restrict xh,
+                        float *restrict gh)
+{
+    for (int64_t r = 0; r < R; r++) {
+        const float *restrict xr = x + r * C, *restrict gr = g + r * C;
+        float m = mu[r], rs = rstd[r];
+        for (int64_t j = 0; j < C; j++)
+            xh[j] = (xr[j] - m) * rs;
+        if (ws)
+            for (int64_t j = 0; j < C; j++)
+                ws[j] += (double)gr[j] * (double)xh[j];
+        if (bs)
+            for (int64_t j = 0; j < C; j++)
+                bs[j] += (double)gr[j];
+        if (!gx)
+            continue;
+        if (w)
+            for (int64_t j = 0; j < C; j++)
+                gh[j] = gr[j] * w[j];
+        else
+            memcpy(gh, gr, (size_t)C * sizeof(float));
+        double m1 = ln_sum(C, gh) / (double)C;
+        double acc[LN_LANES] = {0};
+        int64_t j = 0;
+        for (; j + LN_LANES <= C; j += LN_LANES)
+            for (int l = 0; l < LN_LANES; l++)
+                acc[l] += (double)gh[j + l] * (double)xh[j + l];
+        for (int l = 0; j < C; j++, l++)
+            acc[l] += (double)gh[j] * (double)xh[j];
+        double m2 = 0;
+        for (int l = 0; l < LN_LANES; l++)
+            m2 += acc[l];
+        m2 /= (double)C;
+        float m1f = (float)m1, m2f = (float)m2;
+        float *restrict gxr = gx + r * C;
+        for (int64_t k = 0; k < C; k++)
+            gxr[k] = (gh[k] - m1f - xh[k] * m2f) * rs;
+    }
+}
+
+int cg_layer_norm_bwd_f32(int64_t R, int64_t C, const float *x, const float *mu,
+                          const float *rstd, const float *w, const float *g, float *gx,
+                          float *gw, float *gb)
+{
+    double *ws = gw ? (double *)calloc((size_t)(C ? C : 1), sizeof(double)) : NULL;
+    double *bs = gb ? (double *)calloc((size_t)(C ? C : 1), sizeof(double)) : NULL;
+    float *scratch = (float *)malloc((size_t)(2 * C + 2) * sizeof(float));
+    if ((gw && !ws) || (gb && !bs) || !scratch) {
+        free(ws);
+        free(bs);
+        free(scratch);
+        return -1;
+    }
+    ln_bwd_rows(R, C, x, mu, rstd, w, g, gx, ws, bs, scratch, scratch + C + 1);
+    for (int64_t j = 0; j < C; j++) {
+        if (gw)
+            gw[j] = (float)ws[j];
+        if (gb)
+            gb[j] = (float)bs[j];
+    }
+    free(ws);
+    free(bs);
+    free(scratch);
+    return 0;
+}

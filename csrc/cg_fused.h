@@ -1,4 +1,4 @@
-/* cg_fused.h: fused pointwise kernels: the recurrent layers' time steps, GELU.
+/* cg_fused.h: fused kernels: the recurrent layers' time steps, GELU, layer normalization.
  *
  * One LSTM step over n rows of H hidden units, in the order and the formulas of the NumPy
  * code in cgrad/nn/functional/_rnn.py (gates i, f, g, o in blocks of H columns):
@@ -80,6 +80,20 @@ int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k);
  * n elements, not overlapping. */
 void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf);
 void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g, float *out);
+
+/* Layer normalization in float32 over R rows of C contiguous elements (torch's
+ * native_layer_norm): mu = mean(x), var = mean((x - mu)^2) (both summed in double),
+ * rstd = 1 / sqrt(var + eps), y = (x - mu) rstd [* w] [+ b] in float32 (w, b: C elements or
+ * NULL); mu and rstd (R each) are kept for the backward:
+ *   xhat = (x - mu) rstd, gh = g [* w], gx = (gh - mean(gh) - xhat mean(gh xhat)) rstd,
+ *   gw = sum over rows of g xhat, gb = sum over rows of g (column sums in double).
+ * gx, gw, gb may each be NULL (not computed). Arrays do not overlap. The backward returns 0,
+ * or -1 when its scratch (3 C doubles at most) cannot be allocated (nothing written). */
+void cg_layer_norm_f32(int64_t R, int64_t C, const float *x, const float *w, const float *b,
+                       double eps, float *y, float *mu, float *rstd);
+int cg_layer_norm_bwd_f32(int64_t R, int64_t C, const float *x, const float *mu,
+                          const float *rstd, const float *w, const float *g, float *gx,
+                          float *gw, float *gb);
 
 /* the float32 functions of the kernels above, elementwise, for tests: which = 0: exp of
  * x <= 0 (x > 0 is outside the contract), 1: tanh, 2: sigmoid */

@@ -5,6 +5,7 @@ statistics otherwise). nn.LayerNorm and nn.BatchNorm1d/2d call them."""
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -14,6 +15,27 @@ from cgrad._C import _wrap
 from cgrad.autograd.function import Function
 from cgrad.ops._sums import _fast_sum, _sum_axes
 from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list, _tname
+
+try:
+    from cgrad import _fused as _fused_ext
+except ImportError:                       # built without the extension: NumPy only
+    _fused_ext = None
+
+# Note [Layer norm in one pass]: in float32 the layer norm is cgrad._fused.layer_norm_f32 /
+# layer_norm_bwd_f32 (csrc/cg_fused.c), one C pass over the rows each way, instead of ~10
+# NumPy calls forward and ~15 backward on (rows, C) arrays (2.4x torch's time at nanoGPT's
+# (512, 64)). Row statistics and the weight/bias gradients' column sums are summed in double
+# (in a fixed order: the same bits at every vector width), the rest in float32 in the NumPy
+# path's formulas; float32 results differ from that path by rounding (tests run both).
+# CGRAD_NO_FUSED_EXT=1 at import selects the NumPy path, as for the other fused kernels.
+_LN_EXT = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+_F32 = np.dtype(np.float32)
+
+
+def _ln_ext_ok(x, w, b):
+    """The float32 kernel takes x (and w, b: None or float32 of the normalized shape)."""
+    return (_LN_EXT and x.dtype == _F32 and x.ndim >= 1 and x.shape[-1] > 0
+            and (w is None or w.dtype == _F32) and (b is None or b.dtype == _F32))
 
 
 def _prod(shape):
@@ -33,6 +55,15 @@ class _LayerNorm(Function):
     def forward(ctx, input, weight, bias, k, eps):
         x = input._data
         axes = tuple(range(x.ndim - k, x.ndim))
+        W = weight._data if weight is not None else None
+        B = bias._data if bias is not None else None
+        if _ln_ext_ok(x, W, B) and x.size:         # Note [Layer norm in one pass]
+            lead = x.shape[:x.ndim - k]
+            y, mu, rstd = _fused_ext.layer_norm_f32(x.reshape(lead + (-1,)), W, B, eps)
+            if ctx is not None:
+                ctx.save_for_backward(input, weight, bias)
+                ctx._aux = (axes, eps, mu.reshape(lead + (1,) * k), rstd.reshape(lead + (1,) * k))
+            return y.reshape(x.shape)
         if x.dtype.char in "fd" and x.size:
             # the statistics by gemv (Note [Sums by BLAS]): rows of a few dozen features
             n = x.dtype.type(_prod(x.shape[x.ndim - k:]))
@@ -68,6 +99,17 @@ class _LayerNorm(Function):
             # operations in the same order as the Tensor path below (bitwise equal), without
             # a Tensor and a node per step
             X, G = x._data, g._data
+            W = w._data if w is not None else None
+            if (_ln_ext_ok(X, W, None) and G.dtype == _F32 and G.shape == X.shape and X.size
+                    and (not nw or W.shape == X.shape[X.ndim - len(axes):])
+                    and (not nb or b._data.shape == X.shape[X.ndim - len(axes):])):
+                lead = X.shape[:X.ndim - len(axes)]
+                gxa, gwa, gba = _fused_ext.layer_norm_bwd_f32(
+                    X.reshape(lead + (-1,)), mu, rstd, W, G.reshape(lead + (-1,)), nx, nw, nb)
+                nshape = X.shape[X.ndim - len(axes):]
+                return (_wrap(gxa.reshape(X.shape)) if nx else None,
+                        _wrap(gwa.reshape(nshape)) if nw else None,
+                        _wrap(gba.reshape(nshape)) if nb else None, None, None)
             xhat = X - mu
             xhat *= rstd
             gx = gw = gb = None
