@@ -18,7 +18,9 @@
  * sigmoid is 1 / (1 + e) or e / (1 + e) and tanh (1 - e) / (1 + e) with e = exp(-|x|) or
  * exp(-2|x|): nothing overflows), written branch-free so that the compiler vectorises the
  * loops; x86-64 builds with GCC compile them for AVX-512, AVX2 and the baseline and pick one
- * at load time (function multi-versioning). nan propagates, +-inf saturate.
+ * at load time (function multi-versioning), and on CPUs with AVX-512F the float32 forward
+ * step, GELU and map_f32 run hand-written AVX-512 loops (FMA, vscalefps; results within the
+ * same bounds, possibly an ulp from the portable code's). nan propagates, +-inf saturate.
  *
  * Pure C (no Python.h, no NumPy): cgrad/_fused.pyx validates the arrays and calls these
  * with the GIL released. Contracts (all arrays row-major, rows contiguous):

@@ -1230,7 +1230,10 @@ def test_gelu_paths_agree_to_rounding():
     y, cdf = pointwise._fused_ext.gelu_f32(x)
     cdf_np = pointwise._gelu_cdf(x)
     assert np.abs(cdf - cdf_np).max() <= 4 * np.spacing(np.float32(1))
-    np.testing.assert_allclose(y, x * cdf_np, rtol=4e-7, atol=1e-30)
+    # in the left tail Phi's relative error is the exponent's absolute error (the exponent is
+    # ~ -x^2 / 2): the AVX-512 kernel rounds it once (FMA), NumPy twice, so they part by up
+    # to a few float32 ulp of x^2 / 2 there (both within test_gelu_float32_accuracy's bounds)
+    np.testing.assert_allclose(y, x * cdf_np, rtol=1e-5, atol=1e-30)
     g = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
     d = pointwise._fused_ext.gelu_bwd_f32(x, cdf, g)
     ref = (np.exp(x.astype(np.float64) ** 2 * -0.5) * pointwise._INV_SQRT_2PI * x + cdf) * g
