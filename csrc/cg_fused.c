@@ -108,8 +108,7 @@ static inline double sigmoid_f64(double x)
 
 static int v512(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    return cg_sgemm_available();       /* AVX-512F, unless CGRAD_NO_AVX512=1 (cg_gemm.c) */
 }
 
 #define VS(c) _mm512_set1_ps(c)

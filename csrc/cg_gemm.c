@@ -50,10 +50,21 @@ static void pack_panels(int64_t K, int64_t n, const float *b, int64_t rsb, int64
 #define CG_HAVE_KERNEL 1
 #define CG_AVX512 __attribute__((target("avx512f")))
 
+/* AVX-512F present and not turned off by CGRAD_NO_AVX512=1 (read once: tests use it to run
+ * the portable code on an AVX-512 machine). 0/1 once known, -1 before; every thread that
+ * finds -1 computes the same value, so the relaxed atomics only keep the race defined. */
+static int have_avx512 = -1;
+
 int cg_sgemm_available(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") ? 1 : 0;
+    int v = __atomic_load_n(&have_avx512, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *off = getenv("CGRAD_NO_AVX512");
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && !(off && off[0] && strcmp(off, "0")) ? 1 : 0;
+        __atomic_store_n(&have_avx512, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 
 /* One MR x NR tile: acc = sum over k < kc of A(r, k) B(k, :) (k increasing, FMA), then

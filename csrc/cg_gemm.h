@@ -48,7 +48,8 @@ extern "C" {
 #define CG_GEMM_NR 32               /* columns of the micro-tile (two zmm) */
 #define CG_GEMM_KC 256              /* depth of one packed block of B */
 
-/* 1 when this process can run the kernel (AVX-512F present), else 0. */
+/* 1 when this process can run the kernel (AVX-512F present and CGRAD_NO_AVX512 not set to
+ * 1 when first asked), else 0. cg_fused.c's AVX-512 loops follow the same switch. */
 int cg_sgemm_available(void);
 
 /* C = A @ B (accumulate 0) or C += A @ B (accumulate 1). */

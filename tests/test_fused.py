@@ -14,6 +14,9 @@
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -457,3 +460,21 @@ def test_lstm_seq_threads():
     for g in got:
         for a, b in zip(g, ref):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not _fused.sgemm_available(), reason="the portable code is what runs here")
+def test_the_portable_code_on_an_avx512_machine():
+    """CGRAD_NO_AVX512=1: this file, the GELU tests and the GEMM tests again in a process that
+    runs the portable (multi-versioned C) loops and NumPy's BLAS instead of the AVX-512
+    kernels, so that both are tested on a machine that has AVX-512."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, CGRAD_NO_AVX512="1")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         os.path.join(here, "test_fused.py"), os.path.join(here, "test_gemm.py"),
+         os.path.join(here, "test_layer_norm_paths.py"),
+         os.path.join(here, "test_ops_elementwise.py"), "-k",
+         "not ops_elementwise or gelu"],
+        env=env, capture_output=True, text=True, timeout=900, cwd=os.path.dirname(here))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout
