@@ -59,11 +59,21 @@ _FUSED = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in 
 
 
 def _layout(bs, reverse):
-    """Offsets of each step, the processing order, and for every packed row the row of its
-    previous state: a packed row, or N + b for the initial state of batch entry b."""
+    """Offsets of each step and the processing order."""
     bs = np.asarray(bs, dtype=np.int64)
     T = bs.size
-    offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
+    offsets = np.zeros(T + 1, dtype=np.int64)
+    np.cumsum(bs, out=offsets[1:])
+    order = range(T - 1, -1, -1) if reverse else range(T)
+    return offsets, order
+
+
+def _prev_index(bs, reverse):
+    """For every packed row the row of its previous state: a packed row, or N + b for the
+    initial state of batch entry b."""
+    bs = np.asarray(bs, dtype=np.int64)
+    T = bs.size
+    offsets, _ = _layout(bs, reverse)
     N = int(offsets[-1])
     t_idx = np.repeat(np.arange(T), bs)
     b_idx = np.arange(N) - offsets[t_idx]
@@ -71,16 +81,19 @@ def _layout(bs, reverse):
     has_prev = (tp >= 0) & (tp < T)
     tp_c = np.clip(tp, 0, T - 1)
     has_prev &= b_idx < bs[tp_c]
-    prev = np.where(has_prev, offsets[tp_c] + b_idx, N + b_idx)
-    order = range(T - 1, -1, -1) if reverse else range(T)
-    return offsets, order, prev
+    return np.where(has_prev, offsets[tp_c] + b_idx, N + b_idx)
 
 
-def _prev_rows(seq, first, prev, bs, reverse):
-    """The previous state of every packed row: for equal lengths a shifted copy (what
-    the gather gives, without the gather), else the gather over ``prev``."""
+def _equal_lengths(first, seq, bs):
     B, N = first.shape[0], seq.shape[0]
-    if B and N % B == 0 and bs[0] == B and bs[-1] == B:     # bs is non-increasing
+    return B and N % B == 0 and bs[0] == B and bs[-1] == B     # bs is non-increasing
+
+
+def _prev_rows(seq, first, bs, reverse):
+    """The previous state of every packed row: for equal lengths a shifted copy (what
+    the gather gives, without the gather), else the gather over _prev_index."""
+    B, N = first.shape[0], seq.shape[0]
+    if _equal_lengths(first, seq, bs):
         out = np.empty((N, seq.shape[1]), dtype=np.result_type(seq, first))
         if reverse:
             out[:N - B] = seq[B:]
@@ -89,7 +102,20 @@ def _prev_rows(seq, first, prev, bs, reverse):
             out[:B] = first
             out[B:] = seq[:N - B]
         return out
-    return np.concatenate([seq, first], 0)[prev]
+    return np.concatenate([seq, first], 0)[_prev_index(bs, reverse)]
+
+
+def _prev_grad(dG, seq, first, bs, reverse):
+    """dG^T @ (the previous state of every packed row): for equal lengths two products on
+    the rows as they are (the first step's rows against the initial state, the others
+    against the outputs shifted by one step), without copying them into one array."""
+    B, N = first.shape[0], seq.shape[0]
+    if _equal_lengths(first, seq, bs) and dG.dtype == seq.dtype == first.dtype:
+        f0, s0 = (slice(N - B, N), slice(0, N - B)) if reverse else (slice(0, B), slice(B, N))
+        out = _gemm.mm(dG[f0].T, first)
+        out += _gemm.mm(dG[s0].T, seq[B:] if reverse else seq[:N - B])
+        return out
+    return _gemm.mm(dG.T, _prev_rows(seq, first, bs, reverse))
 
 
 def _composite_grads(ctx, tensors, grads_out, composite, args):
@@ -101,12 +127,15 @@ def _composite_grads(ctx, tensors, grads_out, composite, args):
     return [next(grads) if (n and t is not None) else None for t, n in zip(tensors, needs)]
 
 
-def _param_grads(needs, x, w_ih, dGI, dGH, hprev, b_ih, b_hh, k=2):
+def _param_grads(needs, x, w_ih, dGI, dGH, prev, b_ih, b_hh, k=2):
     """dx, dW_ih, dW_hh, db_ih, db_hh from the packed pre-activation gradients (needs from
-    position k: x is input 0, w_ih k, w_hh k+1, b_ih k+2, b_hh k+3)."""
+    position k: x is input 0, w_ih k, w_hh k+1, b_ih k+2, b_hh k+3); prev: the previous
+    states for dW_hh, an (N, H) array or (hs, h0, bs, reverse) for _prev_grad."""
     gx = _wrap(_gemm.mm(dGI, w_ih._data)) if needs[0] else None
     gwih = _wrap(_gemm.mm(dGI.T, x._data)) if needs[k] else None
-    gwhh = _wrap(_gemm.mm(dGH.T, hprev)) if needs[k + 1] else None
+    gwhh = None
+    if needs[k + 1]:
+        gwhh = _wrap(_prev_grad(dGH, *prev) if type(prev) is tuple else _gemm.mm(dGH.T, prev))
     gbih = _wrap(_fast_sum(dGI, 0)) if (b_ih is not None and needs[k + 2]) else None
     gbhh = None
     if b_hh is not None and needs[k + 3]:
@@ -130,7 +159,7 @@ class _LSTMLayer(Function):
             gi += b_ih._data + b_hh._data
         dt = gi.dtype
         whh_t = np.ascontiguousarray(w_hh._data.T, dtype=dt)   # Note [Recurrent step buffers]
-        offsets, order, prev = _layout(bs, reverse)
+        offsets, order = _layout(bs, reverse)
         acts = np.empty_like(gi)                      # i, f, g, o after their nonlinearity
         cs = np.empty((gi.shape[0], H), dtype=dt)     # c_t
         tcs = np.empty_like(cs)                       # tanh(c_t)
@@ -190,9 +219,8 @@ class _LSTMLayer(Function):
         N, H = hs.shape
         whh = w_hh._data
         go = g_out._data
-        offsets, order, prev = _layout(bs, reverse)
-        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
-        cprev = _prev_rows(cs, c0._data, prev, bs, reverse)
+        offsets, order = _layout(bs, reverse)
+        cprev = _prev_rows(cs, c0._data, bs, reverse)
         dA = np.empty((N, 4 * H), dtype=acts.dtype)
         dh = g_h._data.astype(hs.dtype, order="C", copy=True)
         dc = g_c._data.astype(hs.dtype, order="C", copy=True)
@@ -241,7 +269,8 @@ class _LSTMLayer(Function):
             d[:, 3 * H:] *= dhn
             dcn *= f
             np.matmul(d, whh, out=dhn)
-        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA, hprev, b_ih, b_hh, k=3)
+        gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA,
+                                                  (hs, h0._data, bs, reverse), b_ih, b_hh, k=3)
         gh0 = _wrap(dh) if needs[1] else None
         gc0 = _wrap(dc) if needs[2] else None
         return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, None, None, None
@@ -261,7 +290,7 @@ class _GRULayer(Function):
             gi += b_ih._data
         dt = gi.dtype
         N = gi.shape[0]
-        offsets, order, prev = _layout(bs, reverse)
+        offsets, order = _layout(bs, reverse)
         rz = np.empty((N, 2 * H), dtype=dt)
         ns = np.empty((N, H), dtype=dt)
         ghn = np.empty((N, H), dtype=dt)
@@ -310,8 +339,8 @@ class _GRULayer(Function):
         N, H = hs.shape
         whh = w_hh._data
         go = g_out._data
-        offsets, order, prev = _layout(bs, reverse)
-        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
+        offsets, order = _layout(bs, reverse)
+        hprev = _prev_rows(hs, h0._data, bs, reverse)
         r, z = rz[:, :H], rz[:, H:]
         k_n = (1 - z) * (1 - ns * ns)                    # d pre-activation(n) / dh
         kh = np.empty((N, 3, H), dtype=hs.dtype)         # d (W_hh h + b_hh) / dh per gate
@@ -350,7 +379,7 @@ class _RNNLayer(Function):
         gi = x._data @ w_ih._data.T
         if b_ih is not None:
             gi += b_ih._data + b_hh._data
-        offsets, order, prev = _layout(bs, reverse)
+        offsets, order = _layout(bs, reverse)
         hs = np.empty_like(gi)
         h = h0._data.astype(gi.dtype, copy=True)
         whh_t = np.ascontiguousarray(whh.T, dtype=gi.dtype)    # Note [Recurrent step buffers]
@@ -382,7 +411,7 @@ class _RNNLayer(Function):
         needs = ctx.needs_input_grad
         whh = w_hh._data
         go = g_out._data
-        offsets, order, prev = _layout(bs, reverse)
+        offsets, order = _layout(bs, reverse)
         k = (hs > 0).astype(hs.dtype) if relu else 1 - hs * hs
         dA = np.empty_like(hs)
         dh = g_h._data.astype(hs.dtype, copy=True)
@@ -393,7 +422,7 @@ class _RNNLayer(Function):
             dhn += go[lo:hi]
             np.multiply(dhn, k[lo:hi], out=dA[lo:hi])
             dh[:n] = dA[lo:hi] @ whh
-        hprev = _prev_rows(hs, h0._data, prev, bs, reverse)
+        hprev = _prev_rows(hs, h0._data, bs, reverse)
         gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA, hprev, b_ih, b_hh)
         gh0 = _wrap(dh) if needs[1] else None
         return gx, gh0, gwih, gwhh, gbih, gbhh, None, None, None, None
