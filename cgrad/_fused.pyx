@@ -72,7 +72,8 @@ cdef extern from "cg_gemm.h" nogil:
 
 cdef extern from "cg_fused.h" nogil:
     int cg_lstm_seq_fwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
-                            const cg_packed_b *whh_t, const float *gi, float *hh, float *c,
+                            const float *x, int64_t nin, const cg_packed_b *wih_t,
+                            const cg_packed_b *whh_t, const float *bias, float *hh, float *c,
                             float *h, float *acts, float *cs, float *tcs, float *hs)
     int cg_lstm_seq_bwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
                             const cg_packed_b *whh, const float *acts, const float *tcs,
@@ -428,16 +429,20 @@ cdef int64_t _rows(object a) except -1:
     return cnp.PyArray_DIMS(<cnp.ndarray>a)[0]
 
 
-def lstm_seq_fwd(offsets, bint reverse, PackedB whh_t not None, gi, hh, c, h, acts, cs, tcs,
-                 hs):
+def lstm_seq_fwd(offsets, bint reverse, PackedB wih_t not None, PackedB whh_t not None, x,
+                 bias, hh, c, h, acts, cs, tcs, hs):
     """The forward time loop of one float32 LSTM layer-direction (csrc/cg_fused.h): per
-    step, hh = h @ W_hh^T by the GEMM on ``whh_t`` (pack_b of W_hh^T, (H, 4H)), then the
-    step of ``lstm_fwd``. The arrays as in lstm_fwd, whole (N or B rows); returns None."""
-    cdef int64_t H = _hidden("lstm_seq_fwd", gi)
-    cdef int64_t N = _rows(gi), B = _rows(hh), T = 0
+    step, hh = x[rows] @ W_ih^T + h @ W_hh^T by the GEMM on ``wih_t`` and ``whh_t``
+    (pack_b of W_ih^T (I, 4H) and W_hh^T (H, 4H)), then the step of ``lstm_fwd`` with the
+    gates' input ``bias`` (b_ih + b_hh, (4H,), or None) for every row. x: (N, I); the other
+    arrays as in lstm_fwd, whole (N or B rows). Returns None."""
+    cdef int64_t H = _hidden("lstm_seq_fwd", acts)
+    cdef int64_t N = _rows(acts), B = _rows(hh), T = 0
+    _rows(x)
+    cdef int64_t I = cnp.PyArray_DIMS(<cnp.ndarray>x)[1]
     cdef const int64_t *off = _offsets("lstm_seq_fwd", offsets, N, B, &T)
     cdef _Step s = _Step()
-    s.add("lstm_seq_fwd", "gi", gi, 0, N, 4 * H, False)
+    s.add("lstm_seq_fwd", "x", x, 0, N, I, False)
     s.add("lstm_seq_fwd", "hh", hh, 0, B, 4 * H, True)
     s.add("lstm_seq_fwd", "c", c, 0, B, H, True)
     s.add("lstm_seq_fwd", "h", h, 0, B, H, True)
@@ -445,18 +450,26 @@ def lstm_seq_fwd(offsets, bint reverse, PackedB whh_t not None, gi, hh, c, h, ac
     s.add("lstm_seq_fwd", "cs", cs, 0, N, H, True)
     s.add("lstm_seq_fwd", "tcs", tcs, 0, N, H, True)
     s.add("lstm_seq_fwd", "hs", hs, 0, N, H, True)
+    if bias is not None:
+        if not isinstance(bias, np.ndarray) or (<object>bias).ndim != 1:
+            raise TypeError("lstm_seq_fwd: bias must be a 1-D ndarray or None")
+        s.add("lstm_seq_fwd", "bias", (<object>bias).reshape(1, -1), 0, 1, 4 * H, False)
     s.check("lstm_seq_fwd")
     if s.typenum != cnp.NPY_FLOAT32:
         raise TypeError("lstm_seq_fwd: the arrays must be float32")
+    if wih_t.p.K != I or wih_t.p.N != 4 * H:
+        raise ValueError(f"lstm_seq_fwd: wih_t must be ({I}, {4 * H}), got ({wih_t.p.K}, "
+                         f"{wih_t.p.N})")
     if whh_t.p.K != H or whh_t.p.N != 4 * H:
         raise ValueError(f"lstm_seq_fwd: whh_t must be ({H}, {4 * H}), got "
                          f"({whh_t.p.K}, {whh_t.p.N})")
+    cdef const float *bp = <const float *>s.ptr[8] if bias is not None else NULL
     cdef int rc
     with nogil:
-        rc = cg_lstm_seq_fwd_f32(T, off, reverse, H, &whh_t.p, <const float *>s.ptr[0],
-                                 <float *>s.ptr[1], <float *>s.ptr[2], <float *>s.ptr[3],
-                                 <float *>s.ptr[4], <float *>s.ptr[5], <float *>s.ptr[6],
-                                 <float *>s.ptr[7])
+        rc = cg_lstm_seq_fwd_f32(T, off, reverse, H, <const float *>s.ptr[0], I, &wih_t.p,
+                                 &whh_t.p, bp, <float *>s.ptr[1], <float *>s.ptr[2],
+                                 <float *>s.ptr[3], <float *>s.ptr[4], <float *>s.ptr[5],
+                                 <float *>s.ptr[6], <float *>s.ptr[7])
     _gemm_error("lstm_seq_fwd", rc)
 
 

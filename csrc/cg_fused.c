@@ -191,12 +191,12 @@ static inline __mmask16 tail_mask(int64_t left)
     return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
 }
 
-CG_V512 static void v_lstm_fwd(int64_t n, int64_t H, const float *gi, const float *hh,
-                               float *c, float *h, float *acts, float *cs, float *tcs,
-                               float *hs)
+CG_V512 static void v_lstm_fwd(int64_t n, int64_t H, const float *gi, int64_t gs,
+                               const float *hh, float *c, float *h, float *acts, float *cs,
+                               float *tcs, float *hs)
 {
     for (int64_t r = 0; r < n; r++) {
-        const float *a = gi + r * 4 * H, *b = hh + r * 4 * H;
+        const float *a = gi + r * gs, *b = hh + r * 4 * H;
         float *act = acts + r * 4 * H, *cr = c + r * H, *hr = h + r * H;
         float *csr = cs + r * H, *tcr = tcs + r * H, *hsr = hs + r * H;
         for (int64_t j = 0; j < H; j += 16) {
@@ -263,9 +263,9 @@ CG_V512 static void v_map(int which, int64_t n, const float *x, float *out)
 #endif
 
 /* The step loops, one per dtype: T the element type, SIG and TANH its functions. */
-#define CG_LSTM_FWD(T, SIG, TANH)                                                       \
+#define CG_LSTM_FWD(T, SIG, TANH, GS)                                                   \
     for (int64_t r = 0; r < n; r++) {                                                   \
-        const T *restrict a = gi + r * 4 * H, *restrict b = hh + r * 4 * H;             \
+        const T *restrict a = gi + r * (GS), *restrict b = hh + r * 4 * H;              \
         T *restrict act = acts + r * 4 * H;                                             \
         T *restrict cr = c + r * H, *restrict hr = h + r * H;                           \
         T *restrict csr = cs + r * H, *restrict tcr = tcs + r * H, *restrict hsr = hs + r * H; \
@@ -310,18 +310,26 @@ CG_V512 static void v_map(int which, int64_t n, const float *x, float *out)
         }                                                                               \
     }
 
+/* gi's rows gs floats apart: 4H, or 0 for one row (a bias) shared by every row */
 CG_MULTIVERSION
-void cg_lstm_fwd_f32(int64_t n, int64_t H, const float *restrict gi, const float *restrict hh,
-                     float *restrict c, float *restrict h, float *restrict acts,
-                     float *restrict cs, float *restrict tcs, float *restrict hs)
+static void lstm_fwd_f32(int64_t n, int64_t H, const float *restrict gi, int64_t gs,
+                         const float *restrict hh, float *restrict c, float *restrict h,
+                         float *restrict acts, float *restrict cs, float *restrict tcs,
+                         float *restrict hs)
 {
 #if CG_HAVE_V512
     if (v512()) {
-        v_lstm_fwd(n, H, gi, hh, c, h, acts, cs, tcs, hs);
+        v_lstm_fwd(n, H, gi, gs, hh, c, h, acts, cs, tcs, hs);
         return;
     }
 #endif
-    CG_LSTM_FWD(float, sigmoid_f32, tanh_f32)
+    CG_LSTM_FWD(float, sigmoid_f32, tanh_f32, gs)
+}
+
+void cg_lstm_fwd_f32(int64_t n, int64_t H, const float *gi, const float *hh, float *c,
+                     float *h, float *acts, float *cs, float *tcs, float *hs)
+{
+    lstm_fwd_f32(n, H, gi, 4 * H, hh, c, h, acts, cs, tcs, hs);
 }
 
 void cg_lstm_fwd_f64(int64_t n, int64_t H, const double *restrict gi,
@@ -329,7 +337,7 @@ void cg_lstm_fwd_f64(int64_t n, int64_t H, const double *restrict gi,
                      double *restrict acts, double *restrict cs, double *restrict tcs,
                      double *restrict hs)
 {
-    CG_LSTM_FWD(double, sigmoid_f64, tanh)
+    CG_LSTM_FWD(double, sigmoid_f64, tanh, 4 * H)
 }
 
 CG_MULTIVERSION
@@ -350,19 +358,29 @@ void cg_lstm_bwd_f64(int64_t n, int64_t H, const double *restrict acts,
 }
 
 int cg_lstm_seq_fwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
-                        const cg_packed_b *whh_t, const float *gi, float *hh, float *c,
+                        const float *x, int64_t nin, const cg_packed_b *wih_t,
+                        const cg_packed_b *whh_t, const float *bias, float *hh, float *c,
                         float *h, float *acts, float *cs, float *tcs, float *hs)
 {
-    for (int64_t s = 0; s < T; s++) {
+    float *zero = NULL;
+    if (!bias) {
+        if (!(zero = (float *)calloc((size_t)(4 * H > 0 ? 4 * H : 1), sizeof(float))))
+            return CG_GEMM_NOMEM;
+        bias = zero;
+    }
+    int rc = CG_GEMM_OK;
+    for (int64_t s = 0; s < T && rc == CG_GEMM_OK; s++) {
         int64_t t = reverse ? T - 1 - s : s;
         int64_t lo = offsets[t], n = offsets[t + 1] - lo;
-        int rc = cg_sgemm_packed(n, h, H, 1, whh_t, hh, 4 * H, 0);
-        if (rc != CG_GEMM_OK)
-            return rc;
-        cg_lstm_fwd_f32(n, H, gi + lo * 4 * H, hh, c, h, acts + lo * 4 * H, cs + lo * H,
-                        tcs + lo * H, hs + lo * H);
+        rc = cg_sgemm_packed(n, x + lo * nin, nin, 1, wih_t, hh, 4 * H, 0);
+        if (rc == CG_GEMM_OK)
+            rc = cg_sgemm_packed(n, h, H, 1, whh_t, hh, 4 * H, 1);
+        if (rc == CG_GEMM_OK)
+            lstm_fwd_f32(n, H, bias, 0, hh, c, h, acts + lo * 4 * H, cs + lo * H,
+                         tcs + lo * H, hs + lo * H);
     }
-    return CG_GEMM_OK;
+    free(zero);
+    return rc;
 }
 
 int cg_lstm_seq_bwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,

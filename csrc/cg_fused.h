@@ -56,17 +56,21 @@ void cg_lstm_bwd_f64(int64_t n, int64_t H, const double *acts, const double *tcs
                      double *d);
 
 /* The whole time loop of one float32 layer-direction, the per-step products by the GEMM of
- * cg_gemm.h on a W_hh packed once: step t covers rows offsets[t] .. offsets[t + 1] of the
+ * cg_gemm.h on weights packed once: step t covers rows offsets[t] .. offsets[t + 1] of the
  * per-sequence arrays (and rows 0 .. n of the state arrays), steps run 0 .. T-1 forward
- * (T-1 .. 0 with reverse), the backward in the opposite order. forward: hh[:n] =
- * h[:n] @ W_hh^T (whh_t packed (H, 4H)), then cg_lstm_fwd_f32; backward: cg_lstm_bwd_f32,
- * then dh[:n] = d[rows] @ W_hh (whh packed (4H, H)). Contract: offsets non-decreasing from 0,
- * each step's n at most the state arrays' rows, the arrays as above and disjoint (the
- * caller checks all of it). Returns CG_GEMM_OK or the GEMM's error code. */
+ * (T-1 .. 0 with reverse), the backward in the opposite order.
+ * forward: hh[:n] = x[rows] @ W_ih^T (wih_t packed (I, 4H)), hh[:n] += h[:n] @ W_hh^T
+ * (whh_t packed (H, 4H)), then the step of cg_lstm_fwd_f32 with gi = bias (4H floats, the
+ * sum b_ih + b_hh, or NULL for none) for every row: the input projection is never stored.
+ * backward: cg_lstm_bwd_f32, then dh[:n] = d[rows] @ W_hh (whh packed (4H, H)).
+ * Contract: offsets non-decreasing from 0, each step's n at most the state arrays' rows, the
+ * arrays as above (x: N rows of nin) and disjoint (the caller checks all of it). Returns
+ * CG_GEMM_OK, or CG_GEMM_NOMEM (forward without a bias: its zero row). */
 struct cg_packed_b;                 /* cg_gemm.h */
 int cg_lstm_seq_fwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
-                        const struct cg_packed_b *whh_t, const float *gi, float *hh, float *c,
-                        float *h, float *acts, float *cs, float *tcs, float *hs);
+                        const float *x, int64_t nin, const struct cg_packed_b *wih_t,
+                        const struct cg_packed_b *whh_t, const float *bias, float *hh,
+                        float *c, float *h, float *acts, float *cs, float *tcs, float *hs);
 int cg_lstm_seq_bwd_f32(int64_t T, const int64_t *offsets, int reverse, int64_t H,
                         const struct cg_packed_b *whh, const float *acts, const float *tcs,
                         const float *cprev, const float *go, float *dh, float *dc, float *d);

@@ -251,7 +251,8 @@ def test_readonly_and_overlap_rejected():
 
 def _run_lstm(fused, dtype, packed, seed=0, seq=False):
     """seq: as if the BLAS ran on one thread, so that float32 layers pack W_hh and run
-    their time loops in C (lstm_seq_*); else the state's own setting."""
+    their time loops in C (lstm_seq_*); else the state's own setting. (Both switches are
+    module state: threads must not call this with different settings at once.)"""
     prev, prev_single = _rnn._FUSED, _threads._state["single"]
     _rnn._FUSED = fused
     _threads._state["single"] = True if seq else prev_single
@@ -328,22 +329,25 @@ def test_lstm_float32_against_torch():
 needs_gemm = pytest.mark.skipif(not _fused.sgemm_available(), reason="needs AVX-512F")
 
 
-def _seq_arrays(rng, N, B, H):
-    gi = rng.standard_normal((N, 4 * H)).astype(F32)
+def _seq_arrays(rng, N, B, H, I=3):
+    x = rng.standard_normal((N, I)).astype(F32)
+    wih = (0.5 * rng.standard_normal((4 * H, I))).astype(F32)
     whh = (0.3 * rng.standard_normal((4 * H, H))).astype(F32)
+    bias = rng.standard_normal(4 * H).astype(F32)
     st = [rng.standard_normal((B, H)).astype(F32) for _ in range(2)]
-    return gi, whh, st
+    return x, wih, whh, bias, st
 
 
 @needs_gemm
+@pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("bs,H", [([3, 3, 3], 5), ([4, 3, 3, 1], 33), ([2], 1), ([], 4)])
-def test_lstm_seq_has_the_bits_of_the_step_loop(bs, H, reverse):
+def test_lstm_seq_has_the_bits_of_the_step_loop(bs, H, reverse, with_bias):
     rng = np.random.default_rng(len(bs) * 10 + H)
     offsets = np.concatenate([[0], np.cumsum(bs)]).astype(np.int64)
     N, B = int(offsets[-1]), max(bs, default=2)
-    gi, whh, (h0, c0) = _seq_arrays(rng, N, B, H)
-    whh_t = np.ascontiguousarray(whh.T)
+    x, wih, whh, bias, (h0, c0) = _seq_arrays(rng, N, B, H)
+    bias = bias if with_bias else None
     order = range(len(bs) - 1, -1, -1) if reverse else range(len(bs))
 
     def fresh():
@@ -351,22 +355,24 @@ def test_lstm_seq_has_the_bits_of_the_step_loop(bs, H, reverse):
                 np.zeros((N, H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32))
 
     a = fresh()
-    _fused.lstm_seq_fwd(offsets, reverse, _fused.pack_b(whh_t), gi, *a)
-    b = fresh()
-    pk = _fused.pack_b(whh_t)
+    _fused.lstm_seq_fwd(offsets, reverse, _fused.pack_b(wih.T), _fused.pack_b(whh.T), x, bias,
+                        *a)
+    b = fresh()                                 # the same steps from Python
+    pih, phh = _fused.pack_b(wih.T), _fused.pack_b(whh.T)
+    gi = np.zeros((N, 4 * H), F32) + (bias if with_bias else 0)
     for t in order:
         lo, n = offsets[t], offsets[t + 1] - offsets[t]
-        _fused.sgemm_packed(b[2][:n], pk, b[0][:n])
+        _fused.sgemm_packed(x[lo:lo + n], pih, b[0][:n])
+        _fused.sgemm_packed(b[2][:n], phh, b[0][:n], accumulate=True)
         _fused.lstm_fwd(lo, n, gi, b[0], b[1], b[2], *b[3:])
-    for x, y in zip(a[1:], b[1:]):
-        np.testing.assert_array_equal(x, y)
-    acts, cs, tcs = a[3], a[4], a[5]
+    for p, q in zip(a[1:], b[1:]):
+        np.testing.assert_array_equal(p, q)
+    acts, tcs = a[3], a[5]
     cprev = rng.standard_normal((N, H)).astype(F32)
     go = rng.standard_normal((N, H)).astype(F32)
 
     def fresh_b():
-        return (np.ones((B, H), F32), np.full((B, H), 0.5, F32),
-                np.zeros((N, 4 * H), F32))
+        return np.ones((B, H), F32), np.full((B, H), 0.5, F32), np.zeros((N, 4 * H), F32)
 
     dh, dc, d = fresh_b()
     _fused.lstm_seq_bwd(offsets, reverse, _fused.pack_b(whh), acts, tcs, cprev, go, dh, dc, d)
@@ -376,16 +382,17 @@ def test_lstm_seq_has_the_bits_of_the_step_loop(bs, H, reverse):
         lo, n = offsets[t], offsets[t + 1] - offsets[t]
         _fused.lstm_bwd(lo, n, acts, tcs, cprev, go, dh2, dc2, d2)
         _fused.sgemm_packed(d2[lo:lo + n], pkb, dh2[:n])
-    for x, y in zip((dh, dc, d), (dh2, dc2, d2)):
-        np.testing.assert_array_equal(x, y)
+    for p, q in zip((dh, dc, d), (dh2, dc2, d2)):
+        np.testing.assert_array_equal(p, q)
 
 
 def _seq_fwd_args(N=6, B=3, H=2):
     rng = np.random.default_rng(0)
-    gi, whh, (h0, c0) = _seq_arrays(rng, N, B, H)
-    return [np.array([0, 3, 5, 6], np.int64), False, _fused.pack_b(np.ascontiguousarray(whh.T)),
-            gi, np.zeros((B, 4 * H), F32), c0, h0, np.zeros((N, 4 * H), F32),
-            np.zeros((N, H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32)]
+    x, wih, whh, bias, (h0, c0) = _seq_arrays(rng, N, B, H)
+    return [np.array([0, 3, 5, 6], np.int64), False, _fused.pack_b(wih.T),
+            _fused.pack_b(whh.T), x, bias, np.zeros((B, 4 * H), F32), c0, h0,
+            np.zeros((N, 4 * H), F32), np.zeros((N, H), F32), np.zeros((N, H), F32),
+            np.zeros((N, H), F32)]
 
 
 @needs_gemm
@@ -397,21 +404,29 @@ def _seq_fwd_args(N=6, B=3, H=2):
     (0, np.array([0, 4, 5, 6], np.int64), ValueError, "step 0 has 4 rows"),
     (0, np.array([0, 3, 2, 6], np.int64), ValueError, "step 1 has -1 rows"),
     (0, np.array([], np.int64), ValueError, "offsets must run from 0"),
-    (2, None, TypeError, "whh_t"),
-    (2, "pack", ValueError, r"whh_t must be \(2, 8\)"),
-    (3, np.zeros((6, 8)), TypeError, "float32"),
-    (4, np.zeros((3, 8), F32)[:, ::-1], ValueError, "hh must be a C-contiguous"),
-    (6, np.zeros((3, 3), F32), ValueError, "h has 3 columns"),
+    (2, None, TypeError, "wih_t"),
+    (3, None, TypeError, "whh_t"),
+    (3, "pack", ValueError, r"whh_t must be \(2, 8\)"),
+    (2, "pack", ValueError, r"wih_t must be \(3, 8\), got \(8, 8\)"),
+    (4, np.zeros((6, 3)), TypeError, "float32"),
+    (4, np.zeros((6, 4), F32), ValueError, r"wih_t must be \(4, 8\), got \(3, 8\)"),
+    (4, np.zeros((5, 3), F32), ValueError, "rows 0:6 out of range for x with 5 rows"),
+    (4, np.zeros(6, F32), TypeError, "must be a 2-D ndarray"),
+    (5, np.zeros(7, F32), ValueError, "bias has 7 columns, expected 8"),
+    (5, [0.0] * 8, TypeError, "bias must be a 1-D ndarray"),
+    (5, np.zeros(8), TypeError, "bias has dtype float64"),
+    (6, np.zeros((3, 8), F32)[:, ::-1], ValueError, "hh must be a C-contiguous"),
+    (8, np.zeros((3, 3), F32), ValueError, "h has 3 columns"),
 ])
 def test_lstm_seq_rejects(pos, bad, exc, msg):
     args = _seq_fwd_args()
     if isinstance(bad, str):
-        bad = _fused.pack_b(np.zeros((8, 2), F32))
+        bad = _fused.pack_b(np.zeros((8, 2) if pos == 3 else (8, 8), F32))
     args[pos] = bad
-    before = [a.copy() for a in args[3:]]
+    before = [a.copy() for a in args[6:]]
     with pytest.raises(exc, match=msg):
         _fused.lstm_seq_fwd(*args)
-    for a, b in zip(args[3:], before):
+    for a, b in zip(args[6:], before):
         if a.shape == b.shape and a.dtype == b.dtype:
             np.testing.assert_array_equal(a, b)
 
@@ -419,7 +434,7 @@ def test_lstm_seq_rejects(pos, bad, exc, msg):
 @needs_gemm
 def test_lstm_seq_rejects_overlap_and_bad_backward_input():
     args = _seq_fwd_args()
-    args[8] = args[9]                                   # cs is tcs
+    args[10] = args[11]                                 # cs is tcs
     with pytest.raises(ValueError, match="overlap"):
         _fused.lstm_seq_fwd(*args)
     N, B, H = 6, 3, 2
@@ -448,13 +463,14 @@ def test_lstm_seq_path_equals_numpy_path_float32(packed):
 
 
 @needs_gemm
-def test_lstm_seq_threads():
-    ref = _run_lstm(True, cgrad.float32, True, seed=4, seq=True)
+def test_lstm_seq_threads(monkeypatch):
+    monkeypatch.setitem(_threads._state, "single", True)   # for every thread at once
+    ref = _run_lstm(True, cgrad.float32, True, seed=4)
     got = [None] * 4
 
     def work(k):
         for _ in range(5):
-            got[k] = _run_lstm(True, cgrad.float32, True, seed=4, seq=True)
+            got[k] = _run_lstm(True, cgrad.float32, True, seed=4)
 
     run_threads(work, [(k,) for k in range(4)])
     for g in got:

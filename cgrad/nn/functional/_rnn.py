@@ -146,6 +146,32 @@ def _param_grads(needs, x, w_ih, dGI, dGH, prev, b_ih, b_hh, k=2):
     return gx, gwih, gwhh, gbih, gbhh
 
 
+def _lstm_fwd_numpy(gi, whh_t, offsets, order, h, c, hh, acts, cs, tcs, hs):
+    """The LSTM forward time loop in NumPy calls (float16, or without cgrad._fused)."""
+    H = h.shape[1]
+    ig = np.empty_like(h)                         # i * g of one step
+    for t in order:
+        lo, hi = offsets[t], offsets[t + 1]
+        n = hi - lo
+        a = gi[lo:hi]
+        np.matmul(h[:n], whh_t, out=hh[:n])
+        a += hh[:n]
+        act = acts[lo:hi]
+        np.negative(a, out=act)                   # sigmoid, in place in act
+        np.exp(act, out=act)
+        act += 1
+        np.reciprocal(act, out=act)
+        np.tanh(a[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
+        cn = cs[lo:hi]
+        np.multiply(act[:, H:2 * H], c[:n], out=cn)
+        np.multiply(act[:, :H], act[:, 2 * H:3 * H], out=ig[:n])
+        cn += ig[:n]
+        c[:n] = cn
+        np.tanh(cn, out=tcs[lo:hi])
+        np.multiply(act[:, 3 * H:], tcs[lo:hi], out=hs[lo:hi])
+        h[:n] = hs[lo:hi]
+
+
 class _LSTMLayer(Function):
     """(x (N, I), h0 (B, H), c0 (B, H), w_ih, w_hh, b_ih, b_hh) -> (out (N, H), h_n, c_n)
     for one direction (reverse: time runs from the last step to the first)."""
@@ -154,54 +180,42 @@ class _LSTMLayer(Function):
     @staticmethod
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, bs, reverse, composite):
         H = h0.shape[1]
-        gi = _gemm.mm(x._data, w_ih._data.T)
-        if b_ih is not None:
-            gi += b_ih._data + b_hh._data
-        dt = gi.dtype
-        whh_t = np.ascontiguousarray(w_hh._data.T, dtype=dt)   # Note [Recurrent step buffers]
+        X, Wih, Whh = x._data, w_ih._data, w_hh._data
+        dt = np.result_type(X, Wih)
         offsets, order = _layout(bs, reverse)
-        acts = np.empty_like(gi)                      # i, f, g, o after their nonlinearity
-        cs = np.empty((gi.shape[0], H), dtype=dt)     # c_t
+        N = int(offsets[-1])
+        acts = np.empty((N, 4 * H), dtype=dt)         # i, f, g, o after their nonlinearity
+        cs = np.empty((N, H), dtype=dt)               # c_t
         tcs = np.empty_like(cs)                       # tanh(c_t)
         hs = np.empty_like(cs)                        # h_t (the output)
         h = h0._data.astype(dt, order="C", copy=True)
         c = c0._data.astype(dt, order="C", copy=True)
         B = h.shape[0]
         hh = np.empty((B, 4 * H), dtype=dt)           # h @ W_hh^T of one step
-        if _FUSED and dt in (np.float32, np.float64):  # Note [Fused LSTM step]
-            pk = _gemm.packed(whh_t)             # Note [float32 GEMM]: W_hh packed once
-            if pk is not None:                  # the whole time loop in C
-                _fused_ext.lstm_seq_fwd(offsets, reverse, pk, gi, hh, c, h, acts, cs, tcs,
-                                        hs)
-            else:
+        bias = None if b_ih is None else b_ih._data + b_hh._data
+        pk = None
+        if (_FUSED and dt == np.float32 and Whh.dtype == dt
+                and (bias is None or bias.dtype == dt)):
+            # Note [float32 GEMM]: both weights packed once, the whole time loop in C, the
+            # input projection of a step made at that step (never stored)
+            pk = _gemm.packed(Wih.T), _gemm.packed(Whh.T)
+        if pk is not None and pk[0] is not None and pk[1] is not None:
+            _fused_ext.lstm_seq_fwd(offsets, reverse, pk[0], pk[1], np.ascontiguousarray(X),
+                                    bias, hh, c, h, acts, cs, tcs, hs)
+        else:
+            gi = _gemm.mm(X, Wih.T)
+            if bias is not None:
+                gi += bias
+            whh_t = np.ascontiguousarray(Whh.T, dtype=dt)   # Note [Recurrent step buffers]
+            if _FUSED and dt in (np.float32, np.float64):    # Note [Fused LSTM step]
                 step = _fused_ext.lstm_fwd
                 for t in order:
                     lo, hi = offsets[t], offsets[t + 1]
                     n = hi - lo
                     np.matmul(h[:n], whh_t, out=hh[:n])
                     step(lo, n, gi, hh, c, h, acts, cs, tcs, hs)
-            order = ()
-        ig = np.empty((B, H), dtype=dt)               # i * g of one step
-        for t in order:
-            lo, hi = offsets[t], offsets[t + 1]
-            n = hi - lo
-            a = gi[lo:hi]
-            np.matmul(h[:n], whh_t, out=hh[:n])
-            a += hh[:n]
-            act = acts[lo:hi]
-            np.negative(a, out=act)                   # sigmoid, in place in act
-            np.exp(act, out=act)
-            act += 1
-            np.reciprocal(act, out=act)
-            np.tanh(a[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
-            cn = cs[lo:hi]
-            np.multiply(act[:, H:2 * H], c[:n], out=cn)
-            np.multiply(act[:, :H], act[:, 2 * H:3 * H], out=ig[:n])
-            cn += ig[:n]
-            c[:n] = cn
-            np.tanh(cn, out=tcs[lo:hi])
-            np.multiply(act[:, 3 * H:], tcs[lo:hi], out=hs[lo:hi])
-            h[:n] = hs[lo:hi]
+            else:
+                _lstm_fwd_numpy(gi, whh_t, offsets, order, h, c, hh, acts, cs, tcs, hs)
         if ctx is not None:
             ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
             ctx._aux = (bs, reverse, acts, cs, tcs, hs, composite)
