@@ -172,6 +172,41 @@ def _lstm_fwd_numpy(gi, whh_t, offsets, order, h, c, hh, acts, cs, tcs, hs):
         h[:n] = hs[lo:hi]
 
 
+def _lstm_bwd_numpy(acts, tcs, cprev, go, whh, offsets, order, dh, dc, dA):
+    """The LSTM backward time loop in NumPy calls (float16, or without cgrad._fused)."""
+    H = dh.shape[1]
+    kc = np.empty_like(dc)
+    for t in reversed(order):
+        lo, hi = offsets[t], offsets[t + 1]
+        n = hi - lo
+        act, tc, d = acts[lo:hi], tcs[lo:hi], dA[lo:hi]
+        i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+        # the factors that do not depend on the recursion (Note [Recurrent step buffers])
+        np.subtract(1, act, out=d)                 # s (1 - s) for i, f, o
+        d *= act
+        dg = d[:, 2 * H:3 * H]                     # 1 - g^2 for g = tanh
+        np.multiply(g, g, out=dg)
+        np.subtract(1, dg, out=dg)
+        d[:, :H] *= g                              # d a_i / dc = g i (1 - i)
+        d[:, H:2 * H] *= cprev[lo:hi]              # d a_f / dc = c_prev f (1 - f)
+        dg *= i                                    # d a_g / dc = i (1 - g^2)
+        d[:, 3 * H:] *= tc                         # d a_o / dh = tanh(c) o (1 - o)
+        k = kc[:n]                                 # dc / dh through h = o tanh(c)
+        np.multiply(tc, tc, out=k)
+        np.subtract(1, k, out=k)
+        k *= o
+        dhn = dh[:n]
+        dhn += go[lo:hi]
+        dcn = dc[:n]
+        k *= dhn
+        dcn += k
+        d3 = d.reshape(n, 4, H)
+        d3[:, :3] *= dcn[:, None, :]
+        d[:, 3 * H:] *= dhn
+        dcn *= f
+        np.matmul(d, whh, out=dhn)
+
+
 class _LSTMLayer(Function):
     """(x (N, I), h0 (B, H), c0 (B, H), w_ih, w_hh, b_ih, b_hh) -> (out (N, H), h_n, c_n)
     for one direction (reverse: time runs from the last step to the first)."""
@@ -238,7 +273,6 @@ class _LSTMLayer(Function):
         dA = np.empty((N, 4 * H), dtype=acts.dtype)
         dh = g_h._data.astype(hs.dtype, order="C", copy=True)
         dc = g_c._data.astype(hs.dtype, order="C", copy=True)
-        kc = np.empty_like(dc)
         if _FUSED and dA.dtype in (np.float32, np.float64):  # Note [Fused LSTM step]
             go = np.ascontiguousarray(go, dtype=dA.dtype)
             cprev = np.ascontiguousarray(cprev, dtype=dA.dtype)
@@ -253,36 +287,8 @@ class _LSTMLayer(Function):
                     n = hi - lo
                     step(lo, n, acts, tcs, cprev, go, dh, dc, dA)
                     np.matmul(dA[lo:hi], whh, out=dh[:n])
-            order = ()
-        for t in reversed(order):
-            lo, hi = offsets[t], offsets[t + 1]
-            n = hi - lo
-            act, tc, d = acts[lo:hi], tcs[lo:hi], dA[lo:hi]
-            i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
-            # the factors that do not depend on the recursion (Note [Recurrent step buffers])
-            np.subtract(1, act, out=d)                 # s (1 - s) for i, f, o
-            d *= act
-            dg = d[:, 2 * H:3 * H]                     # 1 - g^2 for g = tanh
-            np.multiply(g, g, out=dg)
-            np.subtract(1, dg, out=dg)
-            d[:, :H] *= g                              # d a_i / dc = g i (1 - i)
-            d[:, H:2 * H] *= cprev[lo:hi]              # d a_f / dc = c_prev f (1 - f)
-            dg *= i                                    # d a_g / dc = i (1 - g^2)
-            d[:, 3 * H:] *= tc                         # d a_o / dh = tanh(c) o (1 - o)
-            k = kc[:n]                                 # dc / dh through h = o tanh(c)
-            np.multiply(tc, tc, out=k)
-            np.subtract(1, k, out=k)
-            k *= o
-            dhn = dh[:n]
-            dhn += go[lo:hi]
-            dcn = dc[:n]
-            k *= dhn
-            dcn += k
-            d3 = d.reshape(n, 4, H)
-            d3[:, :3] *= dcn[:, None, :]
-            d[:, 3 * H:] *= dhn
-            dcn *= f
-            np.matmul(d, whh, out=dhn)
+        else:
+            _lstm_bwd_numpy(acts, tcs, cprev, go, whh, offsets, order, dh, dc, dA)
         gx, gwih, gwhh, gbih, gbhh = _param_grads(needs, x, w_ih, dA, dA,
                                                   (hs, h0._data, bs, reverse), b_ih, b_hh, k=3)
         gh0 = _wrap(dh) if needs[1] else None
