@@ -7,6 +7,9 @@
 #define MR CG_GEMM_MR
 #define NR CG_GEMM_NR
 #define KC CG_GEMM_KC
+#ifndef MC
+#define MC 64
+#endif
 #define NC_PANELS 16                 /* cg_sgemm packs B in chunks of 16 panels (512 columns) */
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -112,14 +115,22 @@ CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, cons
 static void pack_a(int64_t M, int64_t kc, const float *a, int64_t rsa, int64_t csa,
                    float *dst)
 {
+    if (rsa == 1) {          /* A^T row-major: read it a row (a k) at a time, in order */
+        int64_t full = M / MR * MR;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *src = a + k * csa;
+            for (int64_t i = 0; i < full; i += MR)
+                memcpy(dst + (i / MR) * kc * MR + k * MR, src + i, MR * sizeof(float));
+        }
+        if (full == M)
+            return;
+        a += full;                   /* the last, partial block below */
+        dst += (full / MR) * kc * MR;
+        M -= full;
+    }
     for (int64_t i = 0; i < M; i += MR) {
         int64_t mr = M - i < MR ? M - i : MR;
         float *d = dst + (i / MR) * kc * MR;
-        if (rsa == 1 && mr == MR) {          /* A^T row-major: MR contiguous floats a k */
-            for (int64_t k = 0; k < kc; k++)
-                memcpy(d + k * MR, a + i + k * csa, MR * sizeof(float));
-            continue;
-        }
         for (int64_t k = 0; k < kc; k++) {
             const float *src = a + i * rsa + k * csa;
             for (int64_t r = 0; r < MR; r++)
@@ -143,11 +154,12 @@ CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int6
         int add = accumulate || pc > 0;
         if (pack)
             pack_a(M, kc, a + pc * csa, rsa, csa, abuf);
+        for (int64_t ic = 0; ic < M; ic += MC)   /* MC rows of A stay in L1/L2 over B */
         for (int64_t p = 0; p < cdiv(n, NR); p++) {
             int64_t j = p * NR;
             int nr = (int)(n - j < NR ? n - j : NR);
             const float *bp = panels + p * K * NR + pc * NR;
-            for (int64_t i = 0; i < M; i += MR) {
+            for (int64_t i = ic; i < M && i < ic + MC; i += MR) {
                 int mr = (int)(M - i < MR ? M - i : MR);
                 const float *ap[MR];
                 if (pack) {

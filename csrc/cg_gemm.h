@@ -7,7 +7,9 @@
  * (128 x 512)), where torch's MKL reaches 150-170; the recurrent loop also pays OpenBLAS's
  * packing of the same W_hh at every time step. This is the BLIS scheme with one AVX-512
  * micro-kernel (8 rows x 32 columns of C in 16 zmm accumulators, FMA) and B packed in
- * 32-column panels (zero-padded), optionally once for many products (cg_sgemm_pack_b).
+ * 32-column panels (zero-padded), optionally once for many products (cg_sgemm_pack_b);
+ * loops: depth blocks of KC, then blocks of 64 rows of A (which stay in cache while every
+ * panel of B passes), then the panels, then the tiles.
  * A is read in place with any strides (8 row pointers; rows past M repeat a valid row and
  * are not stored), except that an A which is not row-major is packed in 8-row panels when
  * each panel serves 4 or more panels of B (its in-place tiles would touch 8 cache lines a
