@@ -92,8 +92,8 @@ fused_opts, _ = get_ext_options(opt="-O3")
 fused_opts["extra_compile_args"] += ["-fno-trapping-math"] if os.name != "nt" else []
 fused_ext = Extension(
     "cgrad._fused",
-    sources=["cgrad/_fused.pyx", "csrc/cg_fused.c", "csrc/cg_gemm.c"],
-    depends=["csrc/cg_fused.h", "csrc/cg_gemm.h"],
+    sources=["cgrad/_fused.pyx", "csrc/cg_fused.c", "csrc/cg_gemm.c", "csrc/cg_attn.c"],
+    depends=["csrc/cg_fused.h", "csrc/cg_gemm.h", "csrc/cg_attn.h", "csrc/cg_expf.h"],
     **fused_opts,
 )
 

@@ -17,6 +17,9 @@ arrays of x's shape (Note [GELU in float32] in cgrad/ops/pointwise.py).
 ``layer_norm_bwd_f32(x, mu, rstd, w, g, need_x, need_w, need_b)`` -> (gx, gw, gb) normalize
 float32 rows over the last axis (Note [Layer norm in one pass] in
 cgrad/nn/functional/_normalization.py).
+``attn_fwd_f32(q, k, v, scale, causal)`` -> (o, p) and
+``attn_bwd_f32(q, k, v, p, g, scale, causal)`` -> (dq, dk, dv): scaled dot-product attention
+over float32 (..., T, D) stacks (Note [Attention in C] in cgrad/nn/functional/_attention.py).
 ``sgemm(a, b, out=None, accumulate=False)``, ``pack_b(b)`` and
 ``sgemm_packed(a, packed_b, out, accumulate=False)`` multiply 2-D float32 arrays of any
 non-negative aligned strides (Note [float32 GEMM] in cgrad/ops/_gemm.py); they return None
@@ -53,6 +56,14 @@ cdef extern from "cg_fused.h" nogil:
     int cg_layer_norm_bwd_f32(int64_t R, int64_t C, const float *x, const float *mu,
                               const float *rstd, const float *w, const float *g, float *gx,
                               float *gw, float *gb)
+
+cdef extern from "cg_attn.h" nogil:
+    int cg_attn_fwd_f32(int64_t G, int64_t T, int64_t S, int64_t D, int64_t Dv, const float *q,
+                        const float *k, const float *v, float scale, int causal, float *p,
+                        float *o)
+    int cg_attn_bwd_f32(int64_t G, int64_t T, int64_t S, int64_t D, int64_t Dv, const float *q,
+                        const float *k, const float *v, const float *p, const float *go,
+                        float scale, int causal, float *dq, float *dk, float *dv)
 
 cdef extern from "cg_gemm.h" nogil:
     ctypedef struct cg_packed_b:
@@ -579,3 +590,87 @@ def layer_norm_bwd_f32(x, mu, rstd, w, g, bint need_x, bint need_w, bint need_b)
     if rc:
         raise MemoryError("layer_norm_bwd_f32: cannot allocate the column sums")
     return gx, gw, gb
+
+
+# -- scaled dot-product attention (float32) ---------------------------------------------------
+cdef cnp.ndarray _attn_arr(str fn, str name, object a, int nd):
+    """a float32, C-contiguous, aligned, native ndarray of nd dims (nd -1: any >= 2)."""
+    if not (cnp.PyArray_Check(a) and cnp.PyArray_TYPE(<cnp.ndarray>a) == cnp.NPY_FLOAT32):
+        raise TypeError(f"{fn}: {name} must be a float32 ndarray")
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    if (cnp.PyArray_FLAGS(arr) & _REQ) != _REQ or not cnp.PyArray_ISNOTSWAPPED(arr):
+        raise ValueError(f"{fn}: {name} must be a C-contiguous aligned native array")
+    cdef int got = cnp.PyArray_NDIM(arr)
+    if got < 2 or (nd >= 0 and got != nd):
+        raise ValueError(f"{fn}: {name} must have {'at least 2' if nd < 0 else nd} "
+                         f"dimensions, got {got}")
+    return arr
+
+
+def attn_fwd_f32(q, k, v, double scale, bint causal):
+    """(o, p) of softmax(q k^T * scale [causal]) v for float32 C-contiguous arrays q (..., T, D),
+    k (..., S, D), v (..., S, Dv) with the same leading dims (csrc/cg_attn.h); o (..., T, Dv)
+    and p (..., T, S) are new arrays. None when the GEMM kernel cannot run here."""
+    cdef cnp.ndarray Q = _attn_arr("attn_fwd_f32", "q", q, -1)
+    cdef int nd = Q.ndim
+    cdef cnp.ndarray K = _attn_arr("attn_fwd_f32", "k", k, nd)
+    cdef cnp.ndarray V = _attn_arr("attn_fwd_f32", "v", v, nd)
+    lead = tuple((<object>Q).shape)[:nd - 2]
+    if tuple((<object>K).shape)[:nd - 2] != lead or tuple((<object>V).shape)[:nd - 2] != lead:
+        raise ValueError("attn_fwd_f32: q, k and v must have the same leading dimensions")
+    cdef int64_t T = Q.shape[nd - 2], D = Q.shape[nd - 1], S = K.shape[nd - 2]
+    cdef int64_t Dv = V.shape[nd - 1]
+    if K.shape[nd - 1] != D or V.shape[nd - 2] != S:
+        raise ValueError(f"attn_fwd_f32: k must be (..., S, {D}) and v (..., S, Dv) with k's S")
+    cdef int64_t G = 1
+    for n in lead:
+        G *= n
+    cdef cnp.ndarray o = <cnp.ndarray>np.empty(lead + (T, Dv), dtype=np.float32)
+    cdef cnp.ndarray p = <cnp.ndarray>np.empty(lead + (T, S), dtype=np.float32)
+    cdef int rc
+    cdef float sc = <float>scale
+    with nogil:
+        rc = cg_attn_fwd_f32(G, T, S, D, Dv, <const float *>cnp.PyArray_DATA(Q),
+                             <const float *>cnp.PyArray_DATA(K),
+                             <const float *>cnp.PyArray_DATA(V), sc, causal,
+                             <float *>cnp.PyArray_DATA(p), <float *>cnp.PyArray_DATA(o))
+    if rc == CG_GEMM_NOMEM:
+        raise MemoryError("attn_fwd_f32: cannot allocate the scratch")
+    return (o, p) if rc == 0 else None
+
+
+def attn_bwd_f32(q, k, v, p, g, double scale, bint causal):
+    """(dq, dk, dv) of attn_fwd_f32 for the output gradient g (o's shape); p as attn_fwd_f32
+    returned it. None when the GEMM kernel cannot run here."""
+    cdef cnp.ndarray Q = _attn_arr("attn_bwd_f32", "q", q, -1)
+    cdef int nd = Q.ndim
+    cdef cnp.ndarray K = _attn_arr("attn_bwd_f32", "k", k, nd)
+    cdef cnp.ndarray V = _attn_arr("attn_bwd_f32", "v", v, nd)
+    cdef cnp.ndarray P = _attn_arr("attn_bwd_f32", "p", p, nd)
+    cdef cnp.ndarray Gr = _attn_arr("attn_bwd_f32", "g", g, nd)
+    lead = tuple((<object>Q).shape)[:nd - 2]
+    cdef int64_t T = Q.shape[nd - 2], D = Q.shape[nd - 1], S = K.shape[nd - 2]
+    cdef int64_t Dv = V.shape[nd - 1]
+    if (tuple((<object>K).shape) != lead + (S, D) or tuple((<object>V).shape) != lead + (S, Dv)
+            or tuple((<object>P).shape) != lead + (T, S)
+            or tuple((<object>Gr).shape) != lead + (T, Dv)):
+        raise ValueError("attn_bwd_f32: q, k, v, p and g do not fit together")
+    cdef int64_t G = 1
+    for n in lead:
+        G *= n
+    cdef cnp.ndarray dq = <cnp.ndarray>np.empty_like(Q)
+    cdef cnp.ndarray dk = <cnp.ndarray>np.empty_like(K)
+    cdef cnp.ndarray dv = <cnp.ndarray>np.empty_like(V)
+    cdef int rc
+    cdef float sc = <float>scale
+    with nogil:
+        rc = cg_attn_bwd_f32(G, T, S, D, Dv, <const float *>cnp.PyArray_DATA(Q),
+                             <const float *>cnp.PyArray_DATA(K),
+                             <const float *>cnp.PyArray_DATA(V),
+                             <const float *>cnp.PyArray_DATA(P),
+                             <const float *>cnp.PyArray_DATA(Gr), sc, causal,
+                             <float *>cnp.PyArray_DATA(dq), <float *>cnp.PyArray_DATA(dk),
+                             <float *>cnp.PyArray_DATA(dv))
+    if rc == CG_GEMM_NOMEM:
+        raise MemoryError("attn_bwd_f32: cannot allocate the scratch")
+    return (dq, dk, dv) if rc == 0 else None

@@ -480,15 +480,16 @@ def test_lstm_seq_threads(monkeypatch):
 
 @pytest.mark.skipif(not _fused.sgemm_available(), reason="the portable code is what runs here")
 def test_the_portable_code_on_an_avx512_machine():
-    """CGRAD_NO_AVX512=1: this file, the GELU tests and the GEMM tests again in a process that
-    runs the portable (multi-versioned C) loops and NumPy's BLAS instead of the AVX-512
-    kernels, so that both are tested on a machine that has AVX-512."""
+    """CGRAD_NO_AVX512=1: this file, the GELU, GEMM, layer-norm and attention-kernel tests again
+    in a process that runs the portable (multi-versioned C) loops and NumPy's BLAS instead of
+    the AVX-512 kernels, so that both are tested on a machine that has AVX-512."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, CGRAD_NO_AVX512="1")
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          os.path.join(here, "test_fused.py"), os.path.join(here, "test_gemm.py"),
          os.path.join(here, "test_layer_norm_paths.py"),
+         os.path.join(here, "test_attention_kernel.py"),
          os.path.join(here, "test_ops_elementwise.py"), "-k",
          "not ops_elementwise or gelu"],
         env=env, capture_output=True, text=True, timeout=900, cwd=os.path.dirname(here))
