@@ -66,7 +66,9 @@ def _unrepeat_t(g, rep):
 # (16, 2, 32, 32): 244 -> 161 us forward, 441 -> 313 us both ways; torch 91 and 357). The
 # causal mask is applied by skipping the masked keys, as torch's kernel does (the NumPy
 # path adds -inf, so an infinite score behind the mask gives nan there and not here).
-# Results agree with the NumPy path to float32 rounding (the sums run in another order);
+# q, k, v that are views (nanoGPT's heads are (B, T, nh, hs).transpose(1, 2)) are copied to
+# C order first. Results agree with the NumPy path to float32 rounding (the sums run in
+# another order);
 # double backward recomputes P with cgrad ops as before. CGRAD_NO_FUSED_EXT=1 selects the
 # NumPy path; so does a CPU without AVX-512F (the GEMM's requirement).
 try:
@@ -78,11 +80,15 @@ _F32 = np.dtype(np.float32)
 
 
 def _attn_ext_ok(q, k, v):
-    """Note [Attention in C]: float32, C-contiguous q, k, v of one leading shape."""
+    """Note [Attention in C]: float32 q, k, v of one leading shape (views are copied to
+    C order first: nanoGPT's heads are transposed views)."""
     return (_ATTN_EXT and q.dtype == _F32 and k.dtype == _F32 and v.dtype == _F32
             and q.ndim >= 2 and q.ndim == k.ndim == v.ndim
-            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
-            and q.flags.c_contiguous and k.flags.c_contiguous and v.flags.c_contiguous)
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2])
+
+
+def _c(a):
+    return np.ascontiguousarray(a)
 
 
 def _safe_softmax_np(s):
@@ -107,7 +113,7 @@ class _SDPA(Function):
         is_causal's, for the compiled path (Note [Attention in C])."""
         q, k, v = query._data, key._data, value._data
         if causal is not None and _attn_ext_ok(q, k, v):
-            res = _fused_ext.attn_fwd_f32(q, k, v, scale, causal)
+            res = _fused_ext.attn_fwd_f32(_c(q), _c(k), _c(v), scale, causal)
             if res is not None:
                 out, p = res
                 if ctx is not None:
@@ -140,7 +146,7 @@ class _SDPA(Function):
         q, k, v, ga = query._data, key._data, value._data, g._data
         if causal is not None and ga.dtype == np.float32 and ga.shape == p.shape[:-1] + (
                 v.shape[-1],):
-            res = _fused_ext.attn_bwd_f32(q, k, v, p, np.ascontiguousarray(ga), scale, causal)
+            res = _fused_ext.attn_bwd_f32(_c(q), _c(k), _c(v), p, _c(ga), scale, causal)
             if res is not None:
                 dq, dk, dv = res
                 return (_wrap(dq) if nq else None, _wrap(dk) if nk else None,
