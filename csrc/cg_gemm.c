@@ -81,6 +81,7 @@ CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, cons
            c61 = c00, c70 = c00, c71 = c00;
     const float *a0 = ap[0], *a1 = ap[1], *a2 = ap[2], *a3 = ap[3], *a4 = ap[4],
                 *a5 = ap[5], *a6 = ap[6], *a7 = ap[7];
+#pragma GCC unroll 4
     for (int64_t k = 0; k < kc; k++) {
         __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16), a;
         bp += NR;
