@@ -27,18 +27,14 @@ same inputs give the same bits wherever the kernel runs, packed or not, in any l
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-try:
-    from cgrad import _fused as _ext
-except ImportError:                       # built without the extension: NumPy only
-    _ext = None
+from cgrad._fused_switch import FUSED as _ext, ON as _FUSED_ON
 
 from cgrad import _threads
 
-_ON = (_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+_ON = (_FUSED_ON
        and _ext.sgemm_available())
 _F32 = np.dtype(np.float32)
 _ONE_THREAD_MNK = 1 << 18

@@ -18,7 +18,6 @@ elu'(0) = alpha * scale, abs'(0) = 0; floor/ceil/round/trunc/sign have zero grad
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -440,11 +439,7 @@ _ERFC_K = np.float32(0.5 * _SQRT1_2)
 # (<= 1 ulp; NumPy's <= 2.5), so results differ from the NumPy passes by rounding (the
 # accuracy bounds above hold for both: tests run both). CGRAD_NO_FUSED_EXT=1 at import (or
 # _GELU_EXT = False) selects the NumPy passes.
-try:
-    from cgrad import _fused as _fused_ext
-except ImportError:          # pragma: no cover - built with cgrad
-    _fused_ext = None
-_GELU_EXT = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+from cgrad._fused_switch import FUSED as _fused_ext, ON as _GELU_EXT  # noqa: E402
 
 
 def _gelu_ext_ok(x):

@@ -16,7 +16,6 @@ double backward works. Grouped-query attention (``enable_gqa``) repeats each key
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -71,11 +70,8 @@ def _unrepeat_t(g, rep):
 # another order);
 # double backward recomputes P with cgrad ops as before. CGRAD_NO_FUSED_EXT=1 selects the
 # NumPy path; so does a CPU without AVX-512F (the GEMM's requirement).
-try:
-    from cgrad import _fused as _fused_ext
-except ImportError:                       # built without the extension: NumPy only
-    _fused_ext = None
-_ATTN_EXT = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+from cgrad._fused_switch import FUSED as _fused_ext, ON as _FUSED_ON
+_ATTN_EXT = _FUSED_ON
 _F32 = np.dtype(np.float32)
 
 

@@ -5,7 +5,6 @@ statistics otherwise). nn.LayerNorm and nn.BatchNorm1d/2d call them."""
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
@@ -16,10 +15,7 @@ from cgrad.autograd.function import Function
 from cgrad.ops._sums import _fast_sum, _sum_axes
 from cgrad.nn.functional._utils import _check_float, _grad_enabled, _shape_list, _tname
 
-try:
-    from cgrad import _fused as _fused_ext
-except ImportError:                       # built without the extension: NumPy only
-    _fused_ext = None
+from cgrad._fused_switch import FUSED as _fused_ext, ON as _FUSED_ON
 
 # Note [Layer norm in one pass]: in float32 the layer norm is cgrad._fused.layer_norm_f32 /
 # layer_norm_bwd_f32 (csrc/cg_fused.c), one C pass over the rows each way, instead of ~10
@@ -28,7 +24,7 @@ except ImportError:                       # built without the extension: NumPy o
 # (in a fixed order: the same bits at every vector width), the rest in float32 in the NumPy
 # path's formulas; float32 results differ from that path by rounding (tests run both).
 # CGRAD_NO_FUSED_EXT=1 at import selects the NumPy path, as for the other fused kernels.
-_LN_EXT = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+_LN_EXT = _FUSED_ON
 _F32 = np.dtype(np.float32)
 
 

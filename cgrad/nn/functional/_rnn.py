@@ -13,7 +13,6 @@ differentiates that, so double backward works.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -26,10 +25,7 @@ from cgrad.ops._sums import _fast_sum
 
 __all__ = []
 
-try:
-    from cgrad import _fused as _fused_ext
-except ImportError:          # pragma: no cover - built with cgrad; NumPy below otherwise
-    _fused_ext = None
+from cgrad._fused_switch import FUSED as _fused_ext, ON as _FUSED_ON
 
 # Note [Fused LSTM step]: per time step the LSTM cell is ~15 NumPy calls forward and ~20
 # backward on (batch, 4H) blocks, a few microseconds each at batch 32 x 128 hidden, so the
@@ -41,7 +37,7 @@ except ImportError:          # pragma: no cover - built with cgrad; NumPy below 
 # rounded; sigmoid <= 3 ulp; NumPy's own float32 exp is <= 2.5 ulp), so float32 results differ
 # from the NumPy path by rounding. CGRAD_NO_FUSED_EXT=1 at import selects the NumPy path
 # (tests run both).
-_FUSED = _fused_ext is not None and os.environ.get("CGRAD_NO_FUSED_EXT", "") in ("", "0")
+_FUSED = _FUSED_ON
 
 
 # Note [Recurrent step buffers]: the time loop is a few hundred NumPy calls on (batch, 4H)
