@@ -27,15 +27,12 @@ same inputs give the same bits wherever the kernel runs, packed or not, in any l
 """
 from __future__ import annotations
 
-
 import numpy as np
 
+from cgrad import _threads
 from cgrad._fused_switch import FUSED as _ext, ON as _FUSED_ON
 
-from cgrad import _threads
-
-_ON = (_FUSED_ON
-       and _ext.sgemm_available())
+_ON = _FUSED_ON and _ext.sgemm_available()
 _F32 = np.dtype(np.float32)
 _ONE_THREAD_MNK = 1 << 18
 _NR = 32                                  # the micro-tile's columns (CG_GEMM_NR)
