@@ -31,7 +31,9 @@
  *   - M, N, K >= 0; C does not overlap A or B;
  *   - a packed B (cg_sgemm_pack_b) is owned by the caller, freed with cg_sgemm_free_b, and
  *     read-only afterwards: any number of threads may use one packed B at once.
- * No global state: every call allocates its own packing buffer (malloc, freed on return).
+ * State: every call allocates its own packing buffers (malloc, freed on return); the one
+ * global is the cached answer of cg_sgemm_available (written with relaxed atomics, the same
+ * value by every thread), so calls from any number of threads at once are safe.
  */
 #ifndef CGRAD_CG_GEMM_H
 #define CGRAD_CG_GEMM_H
