@@ -8,19 +8,22 @@
  * back to later requests of up to the same size (best fit, at most 1/8 larger), so the
  * pages stay mapped and touched.
  *
- * Peak memory, in allocated bytes, does not grow: the cache counts the bytes of big blocks
- * handed out and not freed (live) and their high-water mark; a request it cannot serve
- * first releases cached blocks (oldest first) until live + cached + the request fit under
- * that mark, so live + cached never exceeds the largest live total the program had so far
- * (its peak without the cache), while between peaks the freed blocks stay for reuse.
- * Resident memory can still be somewhat higher than without the cache: a fresh block's
- * pages are backed only once written, a reused block's all are, so an array that leaves
- * pages untouched (a scratch array used in part, a served block up to 1/8 larger than
- * asked) costs more. Measured peak RSS of the GAT benchmark: +0.7 % at 1M nodes / 10M
- * edges (8,021 MB against 7,966), +8 % at 100k / 1M (932 MB against 856). NumPy's realloc
- * does not say the old size, so a big block resized by realloc is counted approximately
- * (live is clamped at 0); the limit bounds the cache regardless. Cached bytes are bounded by `limit` (oldest released first) and by
- * CG_MEM_SLOTS blocks; cg_mem_empty() releases everything. A failed allocation releases
+ * Peak memory, in allocated bytes, grows by at most a half: the cache counts the bytes of
+ * big blocks handed out and not freed (live) and their high-water mark; a request it cannot
+ * serve first releases cached blocks (oldest first) until live + cached + the request fit
+ * under 1.5x that mark, so live + cached never exceeds 1.5x the largest live total the
+ * program had so far (its peak without the cache), while between peaks the freed blocks
+ * stay for reuse. The half is headroom for steps whose temporaries come in several sizes:
+ * under the mark itself the GAT step at 1M nodes / 10M edges evicted the blocks a later
+ * request of another size would have reused and faulted 5 GB of fresh pages a step (2.3 s
+ * of its 11 s in the kernel); with the headroom it faults none after its second step
+ * (step 8.4 s, peak RSS 6.6 GB against 4.7 GB). Resident memory can also be somewhat higher
+ * than without the cache for another reason: a fresh block's pages are backed only once
+ * written, a reused block's all are, so an array that leaves pages untouched (a scratch
+ * array used in part, a served block up to 1/8 larger than asked) costs more. NumPy's
+ * realloc does not say the old size, so a big block resized by realloc is counted
+ * approximately (live is clamped at 0); the limit bounds the cache regardless. Cached
+ * bytes are bounded by `limit` (oldest released first) and by CG_MEM_SLOTS blocks; cg_mem_empty() releases everything. A failed allocation releases
  * the whole cache and retries once.
  *
  * Pure C, no Python objects. Thread-safe (one mutex, never held while calling malloc,
@@ -40,6 +43,8 @@ extern "C" {
 #endif
 
 #define CG_MEM_SLOTS 64
+/* live + cached <= high + high / CG_MEM_HEADROOM_DIV (see the Note) */
+#define CG_MEM_HEADROOM_DIV 2
 
 /* The allocator that the cache sits on (NumPy's default handler's four functions, which
  * keep NumPy's small-block cache and its huge-page advice); the layout of NumPy's
