@@ -51,6 +51,9 @@ cdef extern from "cg_fused.h" nogil:
     void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf)
     void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g,
                          float *out)
+    void cg_elu_f32(int64_t n, const float *x, float a_s, float scale, float *y)
+    void cg_elu_bwd_f32(int64_t n, const float *x, const float *g, float a_s, float scale,
+                        float *out)
     void cg_layer_norm_f32(int64_t R, int64_t C, const float *x, const float *w,
                            const float *b, double eps, float *y, float *mu, float *rstd)
     int cg_layer_norm_bwd_f32(int64_t R, int64_t C, const float *x, const float *mu,
@@ -267,6 +270,37 @@ def gelu_bwd_f32(x, cdf, g):
     cdef float *op = <float *>cnp.PyArray_DATA(out)
     with nogil:
         cg_gelu_bwd_f32(n, xp, cp, gp, op)
+    return out
+
+
+def elu_f32(x, float alpha_scale, float scale):
+    """x > 0 ? x scale : expm1(x) alpha_scale of a float32 array (elu: 1, 1 would be
+    alpha = scale = 1; selu: SELU_ALPHA * SELU_SCALE, SELU_SCALE), a new C-contiguous array."""
+    cdef cnp.ndarray a = _f32_c("elu_f32", "x", x)
+    cdef cnp.ndarray y = <cnp.ndarray>np.empty_like(a)
+    cdef int64_t n = a.size
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef float *yp = <float *>cnp.PyArray_DATA(y)
+    with nogil:
+        cg_elu_f32(n, xp, alpha_scale, scale, yp)
+    return y
+
+
+def elu_bwd_f32(x, g, float alpha_scale, float scale):
+    """g * (x > 0 or nan ? scale : exp(x) alpha_scale) for float32 x and g of one shape, a
+    new C-contiguous array."""
+    cdef cnp.ndarray a = _f32_c("elu_bwd_f32", "x", x)
+    cdef cnp.ndarray gg = _f32_c("elu_bwd_f32", "g", g)
+    if tuple(x.shape) != tuple(g.shape):
+        raise ValueError(f"elu_bwd_f32: x and g must have one shape, got {x.shape} and "
+                         f"{g.shape}")
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty_like(a)
+    cdef int64_t n = a.size
+    cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
+    cdef const float *gp = <const float *>cnp.PyArray_DATA(gg)
+    cdef float *op = <float *>cnp.PyArray_DATA(out)
+    with nogil:
+        cg_elu_bwd_f32(n, xp, gp, alpha_scale, scale, op)
     return out
 
 

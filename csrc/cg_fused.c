@@ -455,6 +455,68 @@ void cg_fused_map_f32(int which, int64_t n, const float *restrict x, float *rest
     }
 }
 
+/* exp(x) = 2^k (1 + q) with q = expm1(r), x = k ln2 + r, |r| <= ln2 / 2, for float x <= 0
+ * (x < -104 is taken as -104: expm1 is -1 and exp is 0 in float32 there; nan stays nan).
+ * Returns q (Taylor to r^8: truncation < 0.3 ulp) and sets p[0] p[1] = 2^k as two normal
+ * floats 2^(k >> 1) and 2^(k - (k >> 1)) (2^k itself is subnormal below k = -126). Cody-Waite reduction
+ * (ln2's high part has 9 bits, so k ln2_hi is exact for |k| <= 151). Branch-free, so GCC
+ * vectorises the loops; k is rounded by the 1.5 * 2^23 trick (no conversion of a nan to an
+ * integer, which C leaves undefined). */
+static inline float expm1_parts(float xf, float p[2])
+{
+    const float magic = 12582912.0f;                          /* 1.5 * 2^23 */
+    float x = xf < -104.0f ? -104.0f : xf;
+    float kf = x * 1.44269504f + magic;
+    uint32_t kbits;
+    memcpy(&kbits, &kf, sizeof kbits);
+    kf -= magic;
+    float r = x - kf * 0.693359375f;
+    r -= kf * -2.12194440e-4f;
+    float q = 2.48015873e-05f;                                /* 1/8! */
+    q = q * r + 1.98412698e-04f;
+    q = q * r + 1.38888889e-03f;
+    q = q * r + 8.33333333e-03f;
+    q = q * r + 4.16666667e-02f;
+    q = q * r + 1.66666667e-01f;
+    q = q * r + 0.5f;
+    q = q * (r * r) + r;
+    /* k = kbits - bits(magic) (two's complement), -151 <= k <= 0 for x <= 0; for x > 0 or
+     * nan the bits are garbage (the callers do not use them) but no operation overflows */
+    int32_t k = (int32_t)(kbits - 0x4b400000u);
+    int32_t k1 = k >> 1;
+    uint32_t e1 = (((uint32_t)k1 + 127u) & 0xffu) << 23;
+    uint32_t e2 = (((uint32_t)k - (uint32_t)k1 + 127u) & 0xffu) << 23;
+    memcpy(&p[0], &e1, sizeof e1);
+    memcpy(&p[1], &e2, sizeof e2);
+    return q;
+}
+
+CG_MULTIVERSION
+void cg_elu_f32(int64_t n, const float *x, float as, float scale, float *y)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j];
+        float p2[2];
+        float q = expm1_parts(v, p2);
+        float m1 = (p2[0] * q) * p2[1] + (p2[0] * p2[1] - 1.0f);  /* expm1(v); k = 0: q */
+        y[j] = v > 0.0f ? v * scale : m1 * as;
+    }
+}
+
+CG_MULTIVERSION
+void cg_elu_bwd_f32(int64_t n, const float *x, const float *g, float as, float scale,
+                    float *out)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j];
+        float p2[2];
+        float q = expm1_parts(v, p2);
+        float ex = (p2[0] * q + p2[0]) * p2[1];                /* exp(v) */
+        float d = v > 0.0f || v != v ? scale : ex * as;
+        out[j] = g[j] * d;
+    }
+}
+
 /* Layer normalization over rows of C floats (see cg_fused.h). Row sums in double over 8
  * lanes (lane l takes the elements j = l mod 8, then the lanes are added in order): GCC
  * vectorises the lanes, and the order, so the result, is the same at every width. */

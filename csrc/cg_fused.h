@@ -87,6 +87,17 @@ int cg_fused_disjoint(const char *const *lo, const char *const *hi, int k);
 void cg_gelu_f32(int64_t n, const float *x, float *y, float *cdf);
 void cg_gelu_bwd_f32(int64_t n, const float *x, const float *cdf, const float *g, float *out);
 
+/* ELU in float32 (elu, selu; torch's elu kernel with input_scale 1), as = alpha * scale:
+ *   y = x > 0 ? x scale : expm1(x) as          (nan: nan)
+ *   out = g * (x > 0 ? scale : exp(x) as)       (nan x: g scale, as torch's x <= 0 test)
+ * expm1 and exp of x <= 0 are computed in double (a degree-11 Taylor polynomial on
+ * |r| <= ln2 / 2 after x = k ln2 + r, relative error < 1e-13) and rounded once to float32:
+ * correctly rounded but for ties within that error. The products are float32 (as NumPy's
+ * expm1(x) * as). Arrays of n elements; y/out may alias x or g exactly, nothing else. */
+void cg_elu_f32(int64_t n, const float *x, float as, float scale, float *y);
+void cg_elu_bwd_f32(int64_t n, const float *x, const float *g, float as, float scale,
+                    float *out);
+
 /* Layer normalization in float32 over R rows of C contiguous elements (torch's
  * native_layer_norm): mu = mean(x), var = mean((x - mu)^2) (both summed in double),
  * rstd = 1 / sqrt(var + eps), y = (x - mu) rstd [* w] [+ b] in float32 (w, b: C elements or

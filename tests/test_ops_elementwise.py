@@ -1246,6 +1246,102 @@ def test_gelu_paths_agree_to_rounding():
         pointwise._fused_ext.gelu_bwd_f32(x, cdf[:1], g)
 
 
+# Note [ELU in C]: float32 elu/selu and their derivative in one compiled pass each, expm1
+# and exp within 1 ulp (the NumPy passes: 2). Pinned on both paths (the gelu_path fixture switches every float32
+# kernel of cgrad.ops.pointwise): the ulp bound over dense grids, special values, selu's
+# constants, the gradient and the double-backward path, non-contiguous input.
+def _ulp_diff32(a, b):
+    a = a.view(np.int32).astype(np.int64)
+    b = b.view(np.int32).astype(np.int64)
+    a = np.where(a < 0, -(a & 0x7fffffff), a)
+    b = np.where(b < 0, -(b & 0x7fffffff), b)
+    return np.abs(a - b)
+
+
+def test_elu_float32_within_one_ulp(gelu_path):
+    F = cgrad.nn.functional
+    x = np.concatenate([np.linspace(-120, 8, 1_000_001), np.linspace(-1e-3, 1e-3, 20_001),
+                        -np.logspace(-44, 2, 100_001)]).astype(np.float32)
+    y = F.elu(cgrad.from_numpy(x)).numpy()
+    x64 = x.astype(np.float64)
+    ref = np.where(x64 > 0, x64, np.expm1(x64)).astype(np.float32)
+    assert y.dtype == np.float32
+    bound = 1 if gelu_path == "compiled" else 2     # NumPy's float32 expm1: 2 ulp near -0.01
+    assert _ulp_diff32(y, ref).max() <= bound
+    # alpha: one float32 product after expm1, as NumPy's expm1(x) * alpha
+    y2 = F.elu(cgrad.from_numpy(x), alpha=0.5).numpy()
+    ref2 = np.where(x > 0, x, np.expm1(x64).astype(np.float32) * np.float32(0.5))
+    assert _ulp_diff32(y2, ref2).max() <= bound
+    # the derivative: exp(x) on the left, 1 on the right (and at nan, as torch's x <= 0 test)
+    a = cgrad.tensor(x[::7], requires_grad=True)
+    F.elu(a).backward(cgrad.ones(a.shape))
+    dref = np.where(x64[::7] > 0, 1.0, np.exp(x64[::7])).astype(np.float32)
+    assert _ulp_diff32(a.grad.numpy(), dref).max() <= bound
+    sp = cgrad.tensor([0.0, -0.0, np.inf, -np.inf, np.nan, -200.0, -1e-45, 1e-45],
+                      dtype=cgrad.float32, requires_grad=True)
+    out = F.elu(sp)
+    o = out.detach().numpy()
+    assert o[0] == 0 and o[1] == 0 and o[2] == np.inf and o[3] == -1 and np.isnan(o[4])
+    assert o[5] == -1 and o[6] == np.float32(-1e-45) and o[7] == np.float32(1e-45)
+    out.backward(cgrad.ones(8))
+    gs = sp.grad.numpy()
+    assert gs[0] == 1 and gs[1] == 1 and gs[2] == 1 and gs[3] == 0 and gs[4] == 1
+    assert gs[5] == 0 and gs[6] == 1 and gs[7] == 1
+
+
+def test_selu_float32_and_second_derivative(gelu_path):
+    F = cgrad.nn.functional
+    from cgrad.ops.pointwise import SELU_ALPHA, SELU_SCALE
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((257, 130)) * 4).astype(np.float32)[:, ::3]   # a view
+    a = cgrad.tensor(x, requires_grad=True)
+    y = F.selu(a)
+    x64 = x.astype(np.float64)
+    ref = np.where(x64 > 0, x64 * SELU_SCALE, np.expm1(x64) * SELU_ALPHA * SELU_SCALE)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=3e-7, atol=1e-30)
+    g = cgrad.tensor(rng.standard_normal(x.shape).astype(np.float32), requires_grad=True)
+    (gx,) = cgrad.autograd.grad(y, a, g, create_graph=True)
+    dref = g.detach().numpy() * np.where(x64 > 0, SELU_SCALE, np.exp(x64) * SELU_ALPHA * SELU_SCALE)
+    np.testing.assert_allclose(gx.detach().numpy(), dref, rtol=3e-7, atol=1e-30)
+    gx.sum().backward()                 # through EluBackward: the second derivative
+    d2 = g.detach().numpy() * np.where(x64 < 0, np.exp(x64) * SELU_ALPHA * SELU_SCALE, 0.0)
+    np.testing.assert_allclose(a.grad.numpy(), d2, rtol=3e-6, atol=1e-30)
+
+
+def test_elu_float32_matches_torch(gelu_path):
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(7).standard_normal((64, 100)) * 5).astype(np.float32)
+    for fn, kw in (("elu", {}), ("elu", {"alpha": 0.3}), ("selu", {})):
+        a = cgrad.tensor(x, requires_grad=True)
+        t = torch.tensor(x, requires_grad=True)
+        y = getattr(cgrad.nn.functional, fn)(a, **kw)
+        ty = getattr(torch.nn.functional, fn)(t, **kw)
+        y.sum().backward()
+        ty.sum().backward()
+        assert _ulp_diff32(y.detach().numpy(), ty.detach().numpy()).max() <= 2
+        # torch: grad * negiptcoef * negcoef * exp(x), three float32 roundings
+        assert _ulp_diff32(a.grad.numpy(), t.grad.numpy()).max() <= 4
+
+
+def test_elu_kernel_input_checks():
+    from cgrad.ops import pointwise
+    if pointwise._fused_ext is None:
+        pytest.skip("cgrad._fused not built")
+    x = np.zeros(10, np.float32)
+    with pytest.raises(TypeError, match="float32 ndarray"):
+        pointwise._fused_ext.elu_f32(x.astype(np.float64), 1.0, 1.0)
+    with pytest.raises(ValueError, match="one shape"):
+        pointwise._fused_ext.elu_bwd_f32(x, x[:3], 1.0, 1.0)
+    with pytest.raises(TypeError, match="float32 ndarray"):
+        pointwise._fused_ext.elu_bwd_f32(x, [1.0] * 10, 1.0, 1.0)
+    # a broadcast incoming gradient takes the NumPy product (to rounding the same values)
+    from cgrad.ops.pointwise import EluBackward
+    b = cgrad.tensor(np.linspace(-3, 3, 50, dtype=np.float32))
+    np.testing.assert_allclose(EluBackward.apply(cgrad.ones(()), b, 1.0, 1.0).numpy(),
+                               EluBackward.apply(cgrad.ones(50), b, 1.0, 1.0).numpy(),
+                               rtol=3e-7)
+
+
 def test_gelu_float32_matches_torch_where_torch_is_accurate(gelu_path):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
