@@ -287,6 +287,86 @@ class Tensor(_C.TensorBase):
     def element_size(self):
         return self._data.itemsize
 
+    @property
+    def itemsize(self):
+        """Bytes per element (``element_size()``)."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        """Bytes of the elements: ``numel() * element_size()``."""
+        return self._data.size * self._data.itemsize
+
+    def nelement(self):
+        """The number of elements (``numel()``)."""
+        return self._data.size
+
+    def ndimension(self):
+        """The number of dimensions (``dim()``)."""
+        return self._data.ndim
+
+    def is_complex(self):
+        """True for a complex dtype (complex64, complex128)."""
+        return self._data.dtype.kind == "c"
+
+    def stride(self, dim=None):
+        """The step in elements from one index to the next along each dimension: a tuple,
+        or the step along ``dim``. The strides of the NumPy array underneath (a
+        broadcast view's repeated dimension steps 0, as torch's ``expand``)."""
+        a = self._data
+        if a.size == 0:                 # torch's strides of an empty tensor: row-major
+            acc, rev = 1, []
+            for n in reversed(a.shape):
+                rev.append(acc)
+                acc *= max(n, 1)
+            st = tuple(reversed(rev))
+        else:
+            st = tuple(s // a.itemsize for s in a.strides)
+        if dim is None:
+            return st
+        if a.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return st[_checks._norm_dims(dim, a.ndim)[0]]
+
+    def is_contiguous(self, memory_format=_device.contiguous_format):
+        """True when the elements lie in memory in row-major order with no gaps (dimensions
+        of size 1 and tensors of at most one element do not count, as in torch); with
+        ``memory_format=cgrad.channels_last`` (``channels_last_3d``), in that order."""
+        a = self._data
+        if memory_format in (_device.contiguous_format, _device.preserve_format, None):
+            return bool(a.flags.c_contiguous)         # preserve_format: as torch, row-major
+        order = {_device.channels_last: (4, (1, 3, 2, 0)),
+                 _device.channels_last_3d: (5, (1, 4, 3, 2, 0))}.get(memory_format)
+        if order is None:
+            raise TypeError(f"is_contiguous(): argument 'memory_format' must be "
+                            f"cgrad.memory_format, not {type(memory_format).__name__}")
+        rank, dims = order
+        if a.ndim != rank:
+            return False
+        expected = a.itemsize
+        for d in dims:
+            if a.shape[d] != 1:
+                if a.strides[d] != expected:
+                    return False
+                expected *= a.shape[d]
+        return True
+
+    def storage_offset(self):
+        """The offset, in elements, of the first element from the start of the memory
+        block the tensor views (0 for a tensor that owns its data)."""
+        a = self._data
+        base = a
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if base is a:
+            return 0
+        off = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        return off // a.itemsize
+
+    def data_ptr(self):
+        """The address of the first element (an int)."""
+        return self._data.__array_interface__["data"][0]
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(

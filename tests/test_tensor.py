@@ -851,3 +851,56 @@ def test_tensor_dtype_inference_keeps_numpy_float64(lib, data, dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch: a list of ndarrays is slow
         assert str(lib.tensor(data).dtype).endswith(dtype)
+
+
+# Memory-layout queries programs make (``x.is_contiguous()`` before ``view``, strides in
+# custom kernels, ``nelement()`` in parameter counts): the values torch gives for the same
+# views, including broadcast (stride 0), empty and 0-d tensors and channels_last.
+_LAYOUT_VIEWS = [
+    "ones(2, 3, 4)", "ones(2, 3, 4)[:, 1]", "ones(2, 3, 4).transpose(0, 2)",
+    "ones(2, 1, 4)[:, :, ::2]", "ones(4)[1:]", "ones(3, 1).expand(3, 5)", "ones(0, 3)",
+    "ones(3, 0)", "ones(1, 4)[:, ::2]", "ones(2, 3, 4, 5).permute(0, 2, 3, 1)",
+    "ones(2, 3, 4, 5).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)",
+    "ones(2, 3, 4, 5, 6).permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)",
+    "tensor(1.0)", "ones(2, 3, 4)[1]", "arange(24.0).view(2, 3, 4)[:, :, 1:3]",
+]
+
+
+@pytest.mark.parametrize("expr", _LAYOUT_VIEWS)
+def test_layout_queries_match_torch(expr):
+    torch = pytest.importorskip("torch")
+    c, t = eval("cgrad." + expr), eval("torch." + expr)
+    assert c.stride() == t.stride()
+    for d in range(-c.dim(), c.dim()):
+        assert c.stride(d) == t.stride(d)
+    assert c.is_contiguous() == t.is_contiguous()
+    for fmt in ("channels_last", "channels_last_3d"):
+        assert (c.is_contiguous(memory_format=getattr(cgrad, fmt))
+                == t.is_contiguous(memory_format=getattr(torch, fmt)))
+    assert c.storage_offset() == t.storage_offset()
+    assert (c.nbytes, c.itemsize, c.nelement(), c.ndimension()) == (
+        t.nbytes, t.itemsize, t.nelement(), t.ndimension())
+    assert c.is_complex() is False
+
+
+def test_layout_queries_without_torch():
+    x = cgrad.arange(24.0).view(2, 3, 4)
+    assert x.stride() == (12, 4, 1) and x.stride(-1) == 1 and x.is_contiguous()
+    y = x.transpose(1, 2)
+    assert y.stride() == (12, 1, 4) and not y.is_contiguous()
+    assert y.contiguous().is_contiguous()
+    z = x[1, :, 2:]
+    assert z.storage_offset() == 14 and z.data_ptr() == x.data_ptr() + 14 * 4
+    assert x.nbytes == 96 and x.itemsize == 4 and x.nelement() == 24 and x.ndimension() == 3
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.stride(3)
+    with pytest.raises(IndexError, match="no dimensions"):
+        cgrad.tensor(1.0).stride(0)
+    assert x.is_contiguous(memory_format=cgrad.preserve_format)          # as torch
+    assert not x.permute(0, 2, 1).is_contiguous(memory_format=cgrad.preserve_format)
+    with pytest.raises(TypeError, match="memory_format"):
+        x.is_contiguous(memory_format="channels_last")
+    # a program's idiom: view needs contiguous memory
+    v = y.contiguous().view(2, -1) if not y.is_contiguous() else y.view(2, -1)
+    assert v.shape == (2, 12)
+    assert cgrad.zeros(2, dtype=cgrad.complex64).is_complex()
