@@ -118,7 +118,7 @@ def test_double_backward_through_the_kernel_forward():
 def test_nan_and_inf(monkeypatch):
     """A nan score makes its row nan (as the NumPy path: np.max propagates it); a key with an
     infinite score that the causal mask hides does not reach the row (as torch, which skips
-    masked keys; the NumPy path adds -inf to it and gets nan)."""
+    masked keys; so does the NumPy path, test_causal_mask_skips_an_infinite_key_on_every_path)."""
     arrs = list(_qkv((1, 2, 4, 4, 3, 3)))
     arrs[0][0, 0, 1, 2] = np.nan
     arrs[2][0, 0, 2, 1] = -np.inf
@@ -138,6 +138,30 @@ def test_nan_and_inf(monkeypatch):
         got = fx.attn_fwd_f32(*arrs, 0.5, True)[0]
     want = torch.nn.functional.scaled_dot_product_attention(
         *(torch.tensor(a) for a in arrs), is_causal=True, scale=0.5).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isfinite(got[0, 1, :3]).all()
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["kernel", "numpy"])
+def test_causal_mask_skips_an_infinite_key_on_every_path(path, monkeypatch):
+    """is_causal sets the masked scores to -inf (torch skips those keys): a key whose score
+    is infinite does not make the rows that cannot see it nan, on the compiled path and the
+    NumPy path. Rows that do see it are nan, as torch's. (The gradients are nan throughout,
+    in torch too: 0 * inf in dS K.)"""
+    torch = pytest.importorskip("torch")
+    if path == "kernel" and not (_attention._ATTN_EXT and fx.sgemm_available()):
+        pytest.skip("no compiled attention here")
+    if path != "kernel":
+        monkeypatch.setattr(_attention, "_ATTN_EXT", False)
+    arrs = list(_qkv((1, 2, 4, 4, 3, 3), seed=2))
+    arrs[1][0, 1, 3, :] = np.inf                 # key 3 of head 1: seen by row 3 only
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in arrs), is_causal=True, scale=0.5).numpy()
+    with np.errstate(all="ignore"):
+        got = F.scaled_dot_product_attention(*(cgrad.tensor(a) for a in arrs),
+                                             is_causal=True, scale=0.5).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isfinite(got[0, 1, :3]).all()
     fin = np.isfinite(want)

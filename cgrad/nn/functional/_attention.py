@@ -64,7 +64,8 @@ def _unrepeat_t(g, rep):
 # ~12 NumPy calls on (batch, heads, T, S) stacks forward and ~10 backward (nanoGPT-tiny's
 # (16, 2, 32, 32): 244 -> 161 us forward, 441 -> 313 us both ways; torch 91 and 357). The
 # causal mask is applied by skipping the masked keys, as torch's kernel does (the NumPy
-# path adds -inf, so an infinite score behind the mask gives nan there and not here).
+# path sets the masked scores to -inf, so an infinite score behind the mask gives no nan
+# on either path).
 # q, k, v that are views (nanoGPT's heads are (B, T, nh, hs).transpose(1, 2)) are copied to
 # C order first. Results agree with the NumPy path to float32 rounding (the sums run in
 # another order);
@@ -104,22 +105,28 @@ class _SDPA(Function):
     _node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
 
     @staticmethod
-    def forward(ctx, query, key, value, mask, const_bias, scale, rep, drop, causal=None):
-        """causal: None, or (only without mask, dropout and repeats) whether const_bias is
-        is_causal's, for the compiled path (Note [Attention in C])."""
+    def forward(ctx, query, key, value, mask, const_bias, scale, rep, drop, causal=False):
+        """causal: whether const_bias is is_causal's (0 on and below the diagonal, -inf
+        above). The masked keys are skipped, not added -inf to, as torch's kernel does: an
+        infinite score behind the mask gives no nan. Without mask, dropout and repeats the
+        compiled path may run (Note [Attention in C])."""
         q, k, v = query._data, key._data, value._data
-        if causal is not None and _attn_ext_ok(q, k, v):
+        fast = (mask is None and drop is None and rep == 1
+                and (causal or const_bias is None))
+        if fast and _attn_ext_ok(q, k, v):
             res = _fused_ext.attn_fwd_f32(_c(q), _c(k), _c(v), scale, causal)
             if res is not None:
                 out, p = res
                 if ctx is not None:
                     ctx.save_for_backward(query, key, value, mask)
-                    ctx._aux = (p, const_bias, scale, rep, drop, causal)
+                    ctx._aux = (p, const_bias, scale, rep, drop, causal, causal)
                 return out
         kr, vr = _repeat_np(k, rep), _repeat_np(v, rep)
         s = np.matmul(q, np.swapaxes(kr, -1, -2))
         s *= q.dtype.type(scale)
-        if const_bias is not None:
+        if causal:
+            s = np.where(const_bias == 0, s, const_bias)    # -inf above, whatever s was
+        elif const_bias is not None:
             s = s + const_bias
         if mask is not None:
             s = s + mask._data
@@ -128,17 +135,17 @@ class _SDPA(Function):
         out = np.matmul(pd, vr)
         if ctx is not None:
             ctx.save_for_backward(query, key, value, mask)
-            ctx._aux = (p, const_bias, scale, rep, drop, None)
+            ctx._aux = (p, const_bias, scale, rep, drop, None, causal)
         return out
 
     @staticmethod
     def backward(ctx, g):
         query, key, value, mask = ctx.saved_tensors
-        p, const_bias, scale, rep, drop, causal = ctx._aux
+        p, const_bias, scale, rep, drop, causal, is_causal = ctx._aux
         nq, nk, nv, nm = ctx.needs_input_grad[:4]
         if _grad_enabled():
             return (_SDPA._backward_graph(query, key, value, mask, const_bias, scale, rep, drop,
-                                          g, (nq, nk, nv, nm)) + (None,))
+                                          g, (nq, nk, nv, nm), is_causal) + (None,))
         q, k, v, ga = query._data, key._data, value._data, g._data
         if causal is not None and ga.dtype == np.float32 and ga.shape == p.shape[:-1] + (
                 v.shape[-1],):
@@ -169,12 +176,15 @@ class _SDPA(Function):
         return gq, gk, gv, gm, None, None, None, None, None
 
     @staticmethod
-    def _backward_graph(query, key, value, mask, const_bias, scale, rep, drop, g, needs):
+    def _backward_graph(query, key, value, mask, const_bias, scale, rep, drop, g, needs,
+                        is_causal=False):
         """The backward as cgrad ops on a recomputed P (create_graph=True)."""
         nq, nk, nv, nm = needs
         kr, vr = _repeat_t(key, rep), _repeat_t(value, rep)
         s = (query @ kr.transpose(-1, -2)) * scale
-        if const_bias is not None:
+        if is_causal:
+            s = s.masked_fill(_wrap(const_bias != 0), -np.inf)
+        elif const_bias is not None:
             s = s + _wrap(const_bias)
         if mask is not None:
             s = s + mask
@@ -267,9 +277,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             drop *= q.dtype.type(1.0 / (1.0 - dropout_p))
     # Note [Attention in C]: the common case (float32, no explicit mask, no dropout, no
     # grouped heads, q, k, v of one leading shape) takes the compiled path
-    fast = (is_causal or const_bias is None) and mask is None and drop is None and rep == 1
-    return _SDPA.apply(query, key, value, mask, const_bias, sc, rep, drop,
-                       bool(is_causal) if fast else None)
+    return _SDPA.apply(query, key, value, mask, const_bias, sc, rep, drop, bool(is_causal))
 
 
 # ---------------------------------------------------------------------------
