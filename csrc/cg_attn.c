@@ -23,31 +23,83 @@ static inline int64_t row_end(int64_t i, int64_t S, int causal)
     return causal ? (i + 1 < S ? i + 1 : S) : S;
 }
 
+/* Row reductions in LANES lanes: lane l takes the elements j = l mod LANES and the lanes are
+ * combined by a fixed pairwise tree, so GCC vectorises them (a plain float sum or max is a
+ * sequential chain it may not reorder) and the result is the same at every vector width. */
+#define LANES 16
+
+static inline float lane_max(int64_t n, const float *x)
+{
+    float m[LANES];
+    for (int l = 0; l < LANES; l++)
+        m[l] = -INFINITY;
+    int64_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)          /* a nan wins, as np.max */
+            m[l] = (x[j + l] > m[l] || x[j + l] != x[j + l]) ? x[j + l] : m[l];
+    for (int l = 0; j + l < n; l++)
+        m[l] = (x[j + l] > m[l] || x[j + l] != x[j + l]) ? x[j + l] : m[l];
+    for (int w = LANES / 2; w >= 1; w /= 2)      /* a fixed tree: 4 steps, not 15 */
+        for (int l = 0; l < w; l++)
+            m[l] = (m[l + w] > m[l] || m[l + w] != m[l + w]) ? m[l + w] : m[l];
+    return m[0];
+}
+
+static inline float lane_sum(int64_t n, const float *x)
+{
+    float s[LANES] = {0.0f};
+    int64_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            s[l] += x[j + l];
+    for (int l = 0; j + l < n; l++)
+        s[l] += x[j + l];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            s[l] += s[l + w];
+    return s[0];
+}
+
+static inline float lane_dot(int64_t n, const float *x, const float *y)
+{
+    float s[LANES] = {0.0f};
+    int64_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            s[l] += x[j + l] * y[j + l];
+    for (int l = 0; j + l < n; l++)
+        s[l] += x[j + l] * y[j + l];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            s[l] += s[l + w];
+    return s[0];
+}
+
 /* p = softmax(p * scale) over each row's first row_end keys, zeros after them; a row with
- * no key or only -inf scores gives zeros (torch's CPU kernel). */
+ * no key or only -inf scores gives zeros (torch's CPU kernel). The loops run over whole
+ * rows (the masked keys as -inf, whose exp is 0), so that they vectorise without scalar
+ * tails when S is a multiple of the vector width; the masked keys are zeroed at the end
+ * (a nan score makes its row nan, but never the masked keys' p). */
 CG_MULTIVERSION
 static void softmax_rows(int64_t T, int64_t S, float *p, float scale, int causal)
 {
     for (int64_t i = 0; i < T; i++) {
         float *pr = p + i * S;
         int64_t end = row_end(i, S, causal);
-        float m = -INFINITY;
-        for (int64_t j = 0; j < end; j++) {
-            pr[j] *= scale;
-            m = (pr[j] > m || pr[j] != pr[j]) ? pr[j] : m;   /* a nan wins, as np.max */
+        for (int64_t j = 0; j < S; j++)
+            pr[j] = j < end ? pr[j] * scale : -INFINITY;
+        float m = lane_max(S, pr);
+        if (m == -INFINITY) {
+            memset(pr, 0, (size_t)S * sizeof(float));
+            continue;
         }
-        if (m == -INFINITY)
-            end = 0;
-        for (int64_t j = 0; j < end; j++)            /* x - max <= 0 (nan stays nan) */
+        for (int64_t j = 0; j < S; j++)              /* x - max <= 0 (nan stays nan) */
             pr[j] = expneg_f32(pr[j] - m);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < end; j++)
-            sum += pr[j];
-        float inv = 1.0f / sum;
-        for (int64_t j = 0; j < end; j++)
+        float inv = 1.0f / lane_sum(S, pr);
+        for (int64_t j = 0; j < S; j++)
             pr[j] *= inv;
-        for (int64_t j = end; j < S; j++)
-            pr[j] = 0.0f;
+        if (end < S)
+            memset(pr + end, 0, (size_t)(S - end) * sizeof(float));
     }
 }
 
@@ -58,9 +110,7 @@ static void softmax_bwd_rows(int64_t T, int64_t S, const float *p, float *ds, fl
     for (int64_t i = 0; i < T; i++) {
         const float *pr = p + i * S;
         float *dr = ds + i * S;
-        float r = 0.0f;
-        for (int64_t j = 0; j < S; j++)
-            r += dr[j] * pr[j];
+        float r = lane_dot(S, dr, pr);
         for (int64_t j = 0; j < S; j++)
             dr[j] = pr[j] * (dr[j] - r) * scale;
     }
