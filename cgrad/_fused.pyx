@@ -78,6 +78,9 @@ cdef extern from "cg_gemm.h" nogil:
     int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
                  const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc,
                  int accumulate)
+    int cg_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa,
+                      int64_t csa, const float *b, int64_t rsb, int64_t csb,
+                      const float *bias, float *c, int64_t ldc)
     int cg_sgemm_pack_b(int64_t K, int64_t N, const float *b, int64_t rsb, int64_t csb,
                         cg_packed_b *out)
     void cg_sgemm_free_b(cg_packed_b *p)
@@ -352,21 +355,34 @@ cdef int _gemm_error(str fn, int rc) except -1:
     return 0
 
 
-def sgemm(a, b, out=None, bint accumulate=False):
+def sgemm(a, b, out=None, bint accumulate=False, bias=None):
     """``a @ b`` for 2-D float32 ndarrays a (M, K) and b (K, N) of any layout, by the kernel of
     csrc/cg_gemm.c, into ``out`` (a new (M, N) array, or a given C-contiguous one; with
-    ``accumulate`` out += a @ b). Returns out, or None when the kernel cannot run here
-    (no AVX-512F, or an operand with negative, unaligned or byte-swapped strides): the
-    caller then uses NumPy. out must not overlap a or b (ValueError)."""
+    ``accumulate`` out += a @ b; with ``bias``, a float32 (N,) array, ``a @ b + bias`` in the
+    same pass: the bits of the product followed by ``out += bias``). Returns out, or None
+    when the kernel cannot run here (no AVX-512F, or an operand with negative, unaligned or
+    byte-swapped strides): the caller then uses NumPy. out must not overlap a, b or bias
+    (ValueError)."""
     cdef int64_t rsa = 0, csa = 0, rsb = 0, csb = 0
-    cdef const char *lo[3]
-    cdef const char *hi[3]
+    cdef const char *lo[4]
+    cdef const char *hi[4]
     cdef bint ok_a = _operand("sgemm", "a", a, &rsa, &csa, &lo[0], &hi[0])
     cdef bint ok_b = _operand("sgemm", "b", b, &rsb, &csb, &lo[1], &hi[1])
     cdef int64_t M = a.shape[0], K = a.shape[1], N = b.shape[1]
     if b.shape[0] != K:
         raise ValueError(f"sgemm: a is {M} x {K} and b is {b.shape[0]} x {N}: the inner "
                          f"dimensions differ")
+    cdef cnp.ndarray bv = None
+    cdef int nops = 3
+    if bias is not None:
+        if accumulate:
+            raise ValueError("sgemm: bias and accumulate cannot be combined")
+        bv = _f32_c("sgemm", "bias", bias)
+        if bv.ndim != 1 or bv.shape[0] != N:
+            raise ValueError(f"sgemm: bias must have shape ({N},), got {tuple(bias.shape)}")
+        lo[3] = <const char *>cnp.PyArray_DATA(bv)
+        hi[3] = lo[3] + N * 4
+        nops = 4
     if not (ok_a and ok_b and cg_sgemm_available()):
         return None
     if accumulate and out is None:
@@ -375,13 +391,17 @@ def sgemm(a, b, out=None, bint accumulate=False):
     cdef float *c = <float *>cnp.PyArray_DATA(o)
     lo[2] = <const char *>c
     hi[2] = lo[2] + M * N * 4
-    if out is not None and not cg_fused_disjoint(lo, hi, 3):
-        raise ValueError("sgemm: out must not overlap a or b")
+    if out is not None and not cg_fused_disjoint(lo, hi, nops):
+        raise ValueError("sgemm: out must not overlap a, b or bias")
     cdef const float *ap = <const float *>lo[0]
     cdef const float *bp = <const float *>lo[1]
+    cdef const float *biasp = <const float *>lo[3] if bv is not None else NULL
     cdef int rc
     with nogil:
-        rc = cg_sgemm(M, N, K, ap, rsa, csa, bp, rsb, csb, c, N, accumulate)
+        if biasp != NULL:
+            rc = cg_sgemm_bias(M, N, K, ap, rsa, csa, bp, rsb, csb, biasp, c, N)
+        else:
+            rc = cg_sgemm(M, N, K, ap, rsa, csa, bp, rsb, csb, c, N, accumulate)
     _gemm_error("sgemm", rc)
     return o
 

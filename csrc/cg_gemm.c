@@ -71,10 +71,11 @@ int cg_sgemm_available(void)
 }
 
 /* One MR x NR tile: acc = sum over k < kc of A(r, k) B(k, :) (k increasing, FMA), then
- * C = acc (add 0) or C += acc, rows r < mr and columns < nr only. ap[r]: A's row r at the
- * block's first k, stepping csa a k; bp: the panel at that k (NR floats a k, aligned). */
+ * C = acc (add 0) or C += acc, then C += bias[:] when bias is not NULL (the last depth
+ * block only), rows r < mr and columns < nr only. ap[r]: A's row r at the block's first
+ * k, stepping csa a k; bp: the panel at that k (NR floats a k, aligned). */
 CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, const float *bp,
-                           float *c, int64_t ldc, int mr, int nr, int add)
+                           float *c, int64_t ldc, int mr, int nr, int add, const float *bias)
 {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00,
@@ -98,12 +99,21 @@ CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, cons
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF
                             : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : (__mmask16)0;
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = bias0;
+    if (bias) {
+        bias0 = _mm512_maskz_loadu_ps(m0, bias);
+        bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+    }
     for (int r = 0; r < mr; r++) {
         float *cr = c + r * ldc;
         __m512 v0 = acc[r][0], v1 = acc[r][1];
         if (add) {
             v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), v0);
             v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), v1);
+        }
+        if (bias) {
+            v0 = _mm512_add_ps(v0, bias0);
+            v1 = _mm512_add_ps(v1, bias1);
         }
         _mm512_mask_storeu_ps(cr, m0, v0);
         _mm512_mask_storeu_ps(cr + 16, m1, v1);
@@ -146,13 +156,14 @@ static void pack_a(int64_t M, int64_t kc, const float *a, int64_t rsa, int64_t c
  * row-major (csa != 1) into (packing copies values; the sums are the same). */
 CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int64_t rsa,
                            int64_t csa, const float *panels, float *c, int64_t ldc,
-                           int accumulate, float *abuf)
+                           int accumulate, float *abuf, const float *bias)
 {
     /* packing A pays when its micro-panels are reused over >= 4 panels of B */
     int pack = csa != 1 && abuf && cdiv(n, NR) >= 4;
     for (int64_t pc = 0; pc < K; pc += KC) {
         int64_t kc = K - pc < KC ? K - pc : KC;
         int add = accumulate || pc > 0;
+        int last = pc + kc == K;         /* the bias goes on after the whole sum */
         if (pack)
             pack_a(M, kc, a + pc * csa, rsa, csa, abuf);
         for (int64_t ic = 0; ic < M; ic += MC)   /* MC rows of A stay in L1/L2 over B */
@@ -160,17 +171,18 @@ CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int6
             int64_t j = p * NR;
             int nr = (int)(n - j < NR ? n - j : NR);
             const float *bp = panels + p * K * NR + pc * NR;
+            const float *bj = bias && last ? bias + j : NULL;
             for (int64_t i = ic; i < M && i < ic + MC; i += MR) {
                 int mr = (int)(M - i < MR ? M - i : MR);
                 const float *ap[MR];
                 if (pack) {
                     for (int r = 0; r < MR; r++)
                         ap[r] = abuf + (i / MR) * kc * MR + r;
-                    tile(kc, ap, MR, bp, c + i * ldc + j, ldc, mr, nr, add);
+                    tile(kc, ap, MR, bp, c + i * ldc + j, ldc, mr, nr, add, bj);
                 } else {
                     for (int r = 0; r < MR; r++)   /* rows past M repeat row i (not stored) */
                         ap[r] = a + (i + (r < mr ? r : 0)) * rsa + pc * csa;
-                    tile(kc, ap, csa, bp, c + i * ldc + j, ldc, mr, nr, add);
+                    tile(kc, ap, csa, bp, c + i * ldc + j, ldc, mr, nr, add, bj);
                 }
             }
         }
@@ -188,8 +200,9 @@ static void zero_rows(int64_t M, int64_t N, float *c, int64_t ldc)
         memset(c + i * ldc, 0, (size_t)N * sizeof(float));
 }
 
-int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
-             const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc, int accumulate)
+static int sgemm_impl(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa,
+                      int64_t csa, const float *b, int64_t rsb, int64_t csb, const float *bias,
+                      float *c, int64_t ldc, int accumulate)
 {
     if (!cg_sgemm_available())
         return CG_GEMM_UNAVAILABLE;
@@ -198,6 +211,10 @@ int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64
     if (K == 0) {
         if (!accumulate)
             zero_rows(M, N, c, ldc);
+        if (bias)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++)
+                    c[i * ldc + j] += bias[j];
         return CG_GEMM_OK;
     }
 #if CG_HAVE_KERNEL
@@ -212,15 +229,28 @@ int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64
     for (int64_t j = 0; j < N; j += chunk) {
         int64_t n = N - j < chunk ? N - j : chunk;
         pack_panels(K, n, b + j * csb, rsb, csb, buf);
-        core(M, n, K, a, rsa, csa, buf, c + j, ldc, accumulate, abuf);
+        core(M, n, K, a, rsa, csa, buf, c + j, ldc, accumulate, abuf, bias ? bias + j : NULL);
     }
     free(buf);
     free(abuf);
     return CG_GEMM_OK;
 #else
-    (void)a; (void)rsa; (void)csa; (void)b; (void)rsb; (void)csb;
+    (void)a; (void)rsa; (void)csa; (void)b; (void)rsb; (void)csb; (void)bias;
     return CG_GEMM_UNAVAILABLE;
 #endif
+}
+
+int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+             const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc, int accumulate)
+{
+    return sgemm_impl(M, N, K, a, rsa, csa, b, rsb, csb, NULL, c, ldc, accumulate);
+}
+
+int cg_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+                  const float *b, int64_t rsb, int64_t csb, const float *bias, float *c,
+                  int64_t ldc)
+{
+    return sgemm_impl(M, N, K, a, rsa, csa, b, rsb, csb, bias, c, ldc, 0);
 }
 
 int cg_sgemm_pack_b(int64_t K, int64_t N, const float *b, int64_t rsb, int64_t csb,
@@ -262,7 +292,7 @@ int cg_sgemm_packed(int64_t M, const float *a, int64_t rsa, int64_t csa,
     float *abuf = NULL;
     if (csa != 1 && !(abuf = alloc_panels(cdiv(M, MR) * MR * (p->K < KC ? p->K : KC))))
         return CG_GEMM_NOMEM;
-    core(M, p->N, p->K, a, rsa, csa, p->data, c, ldc, accumulate, abuf);
+    core(M, p->N, p->K, a, rsa, csa, p->data, c, ldc, accumulate, abuf, NULL);
     free(abuf);
     return CG_GEMM_OK;
 #else

@@ -60,6 +60,13 @@ int cg_sgemm_available(void);
 int cg_sgemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
              const float *b, int64_t rsb, int64_t csb, float *c, int64_t ldc, int accumulate);
 
+/* C = A @ B + bias, bias N contiguous floats added to every row after the sum (in the
+ * tile's store: the bits of cg_sgemm followed by C += bias, without that second pass over
+ * C; Linear's forward). bias is read, not kept. */
+int cg_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa, int64_t csa,
+                  const float *b, int64_t rsb, int64_t csb, const float *bias, float *c,
+                  int64_t ldc);
+
 /* B packed once for many products with the same B (a recurrent layer's W_hh): panels of
  * CG_GEMM_NR columns, k-major, zero-padded to a multiple of CG_GEMM_NR columns. */
 typedef struct cg_packed_b {

@@ -85,6 +85,45 @@ def test_sgemm_accumulates_into_out(M, N, K):
 
 
 @needs_kernel
+@pytest.mark.parametrize("M,N,K", SHAPES)
+@pytest.mark.parametrize("la,lb", [("c", "c"), ("f", "f"), ("step", "c")])
+def test_bias_in_the_store_gives_the_bits_of_adding_it_after(M, N, K, la, lb):
+    """sgemm(a, b, bias=) adds the bias in the tile's store after the whole sum (the last
+    depth block): the bits of sgemm(a, b) followed by += bias, for every tail, layout and a
+    depth past 256; masked loads of the bias for ragged panels read nothing past its end."""
+    a, b, bias = _f32((M, K)), _f32((K, N)), _f32((N,))
+    want = fx.sgemm(_layout(a, la), _layout(b, lb))
+    want += bias
+    end = np.zeros(N + 1, np.float32)            # bias at the very end of a buffer
+    end[1:] = bias
+    for bv in (bias, end[1:]):
+        got = fx.sgemm(_layout(a, la), _layout(b, lb), bias=bv)
+        assert got.tobytes() == want.tobytes()
+    out = np.full((M, N), np.nan, np.float32)    # into a given out: overwritten, not added to
+    assert fx.sgemm(a, b, out, bias=bias) is out
+    ref = fx.sgemm(a, b)
+    ref += bias
+    assert out.tobytes() == ref.tobytes()
+
+
+def test_bias_input_checks():
+    a, b = _f32((4, 5)), _f32((5, 6))
+    if not fx.sgemm_available():
+        pytest.skip("the kernel does not run here")
+    with pytest.raises(ValueError, match=r"bias must have shape \(6,\)"):
+        fx.sgemm(a, b, bias=_f32((5,)))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        fx.sgemm(a, b, bias=_f32((1, 6)))
+    with pytest.raises(TypeError, match="float32 ndarray"):
+        fx.sgemm(a, b, bias=np.zeros(6))
+    with pytest.raises(ValueError, match="cannot be combined"):
+        fx.sgemm(a, b, np.zeros((4, 6), np.float32), accumulate=True, bias=_f32((6,)))
+    out = np.zeros((4, 6), np.float32)
+    with pytest.raises(ValueError, match="overlap"):
+        fx.sgemm(a, b, out, bias=out[0])
+
+
+@needs_kernel
 def test_zero_depth_gives_zeros_and_keeps_accumulated_values():
     a, b = np.empty((4, 0), np.float32), np.empty((0, 35), np.float32)
     out = np.full((4, 35), np.nan, np.float32)
@@ -289,6 +328,18 @@ def test_linear_float32_on_both_paths(gemm_path, shape):
     np.testing.assert_allclose(x.grad.numpy(), (G @ W).reshape(shape), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(w.grad.numpy(), G.T @ X, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(b.grad.numpy(), G.sum(0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias_shape", [(70,), (1,), (1, 70), (3, 70)])
+def test_linear_bias_forms_give_the_bits_of_product_then_add(gemm_path, bias_shape):
+    """Linear's forward puts an (out,) bias into the product's store; other bias shapes are
+    added after. Either way the bits of (x @ W^T) + b, as before the fused store."""
+    rng = np.random.default_rng(8)
+    x0, w0, b0 = _f32((3, 40), rng), _f32((70, 40), rng), _f32(bias_shape, rng)
+    y = cgrad.nn.functional.linear(cgrad.tensor(x0), cgrad.tensor(w0), cgrad.tensor(b0))
+    ref = _gemm.mm(x0, np.ascontiguousarray(w0).T)
+    ref = ref + b0
+    assert y.numpy().tobytes() == ref.tobytes()
 
 
 def test_mm_and_matmul_float32_on_both_paths(gemm_path):

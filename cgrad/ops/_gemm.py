@@ -23,7 +23,10 @@ BLAS, batched products) goes to ``np.matmul``. A recurrent layer packs W_hh once
 (``packed``) when the BLAS runs on one thread. Results agree with NumPy's to float32
 rounding (each element a k-ordered FMA sum in blocks of 256; not OpenBLAS's order); the
 same inputs give the same bits wherever the kernel runs, packed or not, in any layout.
-``CGRAD_NO_FUSED_EXT=1`` at import turns the kernel off.
+Linear's (out,) bias is added in the tile's store after the whole sum (``mm(a, b, bias)``):
+the bits of the product followed by ``+= bias``, without that second pass over the output
+(~20 us for nanoGPT-tiny's (512, 256) output). ``CGRAD_NO_FUSED_EXT=1`` at import turns the
+kernel off.
 """
 from __future__ import annotations
 
@@ -48,13 +51,25 @@ def _kernel_for(a, b):
     return a.shape[0] * a.shape[1] * n <= _ONE_THREAD_MNK or _threads.blas_single()
 
 
-def mm(a, b):
-    """a @ b for 2-D ndarrays (a new array)."""
+def mm(a, b, bias=None):
+    """a @ b for 2-D ndarrays (a new array); with ``bias`` (an (N,) array of the product's
+    dtype) a @ b + bias, added in the kernel's store when it runs (the same bits as adding
+    it after the product, without a second pass over the result)."""
     if _kernel_for(a, b):
-        out = _ext.sgemm(a, b)
-        if out is not None:
-            return out
-    return np.matmul(a, b)
+        if bias is not None and bias.dtype == _F32:
+            out = _ext.sgemm(a, b, bias=bias)
+            if out is not None:
+                return out
+        else:
+            out = _ext.sgemm(a, b)
+            if out is not None:
+                if bias is not None:
+                    out += bias
+                return out
+    out = np.matmul(a, b)
+    if bias is not None:
+        out += bias
+    return out
 
 
 def packed(b):

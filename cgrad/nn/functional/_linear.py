@@ -56,11 +56,17 @@ class _Addmm(Function):
     def forward(ctx, x, w, b):
         X, W = x._data, w._data
         _check_mm(X, W)
-        out = _gemm.mm(X, W.T)
         if b is not None:
             B = b._data
-            _check_bias(B, out.shape, out.dtype)
-            out += B                       # out is ours: add the bias in place
+            shape = (X.shape[0], W.shape[0])
+            _check_bias(B, shape, X.dtype)
+            if B.shape == shape[1:]:
+                out = _gemm.mm(X, W.T, B)  # the bias added in the product's store
+            else:
+                out = _gemm.mm(X, W.T)
+                out += B                   # out is ours: add the bias in place
+        else:
+            out = _gemm.mm(X, W.T)
         if ctx is not None:
             nx, nw = ctx.needs_input_grad[:2]
             # save only what backward reads: x for dW, W for dx
