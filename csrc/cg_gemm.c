@@ -11,6 +11,9 @@
 #define MC 64
 #endif
 #define NC_PANELS 16                 /* cg_sgemm packs B in chunks of 16 panels (512 columns) */
+#ifndef INPLACE_B_ROWS
+#define INPLACE_B_ROWS 64            /* up to this many rows of A, a row-major B is not packed */
+#endif
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -75,8 +78,12 @@ int cg_sgemm_available(void)
  * block only), rows r < mr and columns < nr only. ap[r]: A's row r at the block's first
  * k, stepping csa a k; bp: the panel at that k (NR floats a k, aligned). */
 CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, const float *bp,
-                           float *c, int64_t ldc, int mr, int nr, int add, const float *bias)
+                           int64_t ldb, float *c, int64_t ldc, int mr, int nr, int add,
+                           const float *bias)
 {
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF
+                            : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : (__mmask16)0;
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00,
            c61 = c00, c70 = c00, c71 = c00;
@@ -84,8 +91,9 @@ CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, cons
                 *a5 = ap[5], *a6 = ap[6], *a7 = ap[7];
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16), a;
-        bp += NR;
+        /* masked: B read in place (ldb its row stride) ends at its last column */
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16), a;
+        bp += ldb;
 #define CG_ROW(r)                                   \
         a = _mm512_set1_ps(*a##r);                  \
         a##r += csa;                                \
@@ -96,9 +104,6 @@ CG_AVX512 static void tile(int64_t kc, const float *const *ap, int64_t csa, cons
     }
     __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
-    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF
-                            : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1u) : (__mmask16)0;
     __m512 bias0 = _mm512_setzero_ps(), bias1 = bias0;
     if (bias) {
         bias0 = _mm512_maskz_loadu_ps(m0, bias);
@@ -150,14 +155,18 @@ static void pack_a(int64_t M, int64_t kc, const float *a, int64_t rsa, int64_t c
     }
 }
 
-/* C[:, 0:n] (=|+=) A @ B for B packed as panels of all K rows (panel stride K * NR). The
- * same KC blocks in the same order for every caller: packed or not, the same bits. abuf:
+/* C[:, 0:n] (=|+=) A @ B for B packed as panels of all K rows (panel stride K * NR), or,
+ * when panels is NULL, B read in place (row-major, row stride rsb: for few rows of A the
+ * packing would cost more than it saves). The same KC blocks in the same order for every
+ * caller: packed or not, the same bits. abuf:
  * NULL, or room for ceil(M / MR) * MR * min(K, KC) floats to pack an A that is not
  * row-major (csa != 1) into (packing copies values; the sums are the same). */
 CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int64_t rsa,
-                           int64_t csa, const float *panels, float *c, int64_t ldc,
-                           int accumulate, float *abuf, const float *bias)
+                           int64_t csa, const float *panels, const float *b, int64_t rsb,
+                           float *c, int64_t ldc, int accumulate, float *abuf,
+                           const float *bias)
 {
+    int64_t ldb = panels ? NR : rsb;
     /* packing A pays when its micro-panels are reused over >= 4 panels of B */
     int pack = csa != 1 && abuf && cdiv(n, NR) >= 4;
     for (int64_t pc = 0; pc < K; pc += KC) {
@@ -170,7 +179,7 @@ CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int6
         for (int64_t p = 0; p < cdiv(n, NR); p++) {
             int64_t j = p * NR;
             int nr = (int)(n - j < NR ? n - j : NR);
-            const float *bp = panels + p * K * NR + pc * NR;
+            const float *bp = panels ? panels + p * K * NR + pc * NR : b + pc * rsb + j;
             const float *bj = bias && last ? bias + j : NULL;
             for (int64_t i = ic; i < M && i < ic + MC; i += MR) {
                 int mr = (int)(M - i < MR ? M - i : MR);
@@ -178,11 +187,11 @@ CG_AVX512 static void core(int64_t M, int64_t n, int64_t K, const float *a, int6
                 if (pack) {
                     for (int r = 0; r < MR; r++)
                         ap[r] = abuf + (i / MR) * kc * MR + r;
-                    tile(kc, ap, MR, bp, c + i * ldc + j, ldc, mr, nr, add, bj);
+                    tile(kc, ap, MR, bp, ldb, c + i * ldc + j, ldc, mr, nr, add, bj);
                 } else {
                     for (int r = 0; r < MR; r++)   /* rows past M repeat row i (not stored) */
                         ap[r] = a + (i + (r < mr ? r : 0)) * rsa + pc * csa;
-                    tile(kc, ap, csa, bp, c + i * ldc + j, ldc, mr, nr, add, bj);
+                    tile(kc, ap, csa, bp, ldb, c + i * ldc + j, ldc, mr, nr, add, bj);
                 }
             }
         }
@@ -218,6 +227,15 @@ static int sgemm_impl(int64_t M, int64_t N, int64_t K, const float *a, int64_t r
         return CG_GEMM_OK;
     }
 #if CG_HAVE_KERNEL
+    if (csb == 1 && M <= INPLACE_B_ROWS) {
+        /* few rows of A: B is read in place, its rows contiguous (no packing pass) */
+        float *abuf1 = csa != 1 ? alloc_panels(cdiv(M, MR) * MR * (K < KC ? K : KC)) : NULL;
+        if (csa != 1 && !abuf1)
+            return CG_GEMM_NOMEM;
+        core(M, N, K, a, rsa, csa, NULL, b, rsb, c, ldc, accumulate, abuf1, bias);
+        free(abuf1);
+        return CG_GEMM_OK;
+    }
     int64_t chunk = (int64_t)NC_PANELS * NR;
     float *buf = alloc_panels(K * (N < chunk ? cdiv(N, NR) * NR : chunk));
     float *abuf = csa != 1 ? alloc_panels(cdiv(M, MR) * MR * (K < KC ? K : KC)) : NULL;
@@ -229,7 +247,8 @@ static int sgemm_impl(int64_t M, int64_t N, int64_t K, const float *a, int64_t r
     for (int64_t j = 0; j < N; j += chunk) {
         int64_t n = N - j < chunk ? N - j : chunk;
         pack_panels(K, n, b + j * csb, rsb, csb, buf);
-        core(M, n, K, a, rsa, csa, buf, c + j, ldc, accumulate, abuf, bias ? bias + j : NULL);
+        core(M, n, K, a, rsa, csa, buf, NULL, 0, c + j, ldc, accumulate, abuf,
+             bias ? bias + j : NULL);
     }
     free(buf);
     free(abuf);
@@ -292,7 +311,7 @@ int cg_sgemm_packed(int64_t M, const float *a, int64_t rsa, int64_t csa,
     float *abuf = NULL;
     if (csa != 1 && !(abuf = alloc_panels(cdiv(M, MR) * MR * (p->K < KC ? p->K : KC))))
         return CG_GEMM_NOMEM;
-    core(M, p->N, p->K, a, rsa, csa, p->data, c, ldc, accumulate, abuf, NULL);
+    core(M, p->N, p->K, a, rsa, csa, p->data, NULL, 0, c, ldc, accumulate, abuf, NULL);
     free(abuf);
     return CG_GEMM_OK;
 #else
