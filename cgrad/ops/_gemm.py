@@ -11,9 +11,9 @@ an AVX-512 kernel in the BLIS scheme (an 8 x 32 FMA micro-tile, B packed in 32-c
 panels, A read in place at any strides, or packed in 8-row panels when it is not row-major
 and its panels are reused over 4 or more of B's; for at most 64 rows of A a row-major B is
 read in place, with masked loads, since packing it would cost more than the few tiles
-that reuse it save: (8 x 1000) @ (1000 x 300) 45 -> 144 GFLOP/s, the LSTM step 129 -> 164,
-nanoGPT's weight gradients (64 x 512) @ (512 x 256) in the model 84 -> ~150): 140-170
-GFLOP/s at those shapes, and 160
+that reuse it save: (8 x 1000) @ (1000 x 300) 45 -> 144 GFLOP/s and (32 x 128) @ (128 x
+512) 129 -> 164 alone, nanoGPT's weight gradient (64 x 512) @ (512 x 256) 84 -> 123 inside
+its training step): 140-170 GFLOP/s at those shapes, and 160
 on the LSTM step with W_hh packed once per layer instead of by OpenBLAS at every step.
 
 It is used for 2-D float32 products whose columns fill at least 3/4 of the 32-column panels
