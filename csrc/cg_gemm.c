@@ -32,11 +32,14 @@ static void pack_panels(int64_t K, int64_t n, const float *b, int64_t rsb, int64
     for (int64_t p = 0; p < cdiv(n, NR); p++) {
         int64_t j = p * NR, nr = n - j < NR ? n - j : NR;
         float *d = dst + p * K * NR;
-        if (csb == 1) {              /* rows of B contiguous: copy nr floats a row */
+        if (csb == 1 && nr == NR) {  /* rows of B contiguous: a fixed-size copy a row,
+                                        which the compiler inlines (no call per row) */
+            for (int64_t k = 0; k < K; k++)
+                memcpy(d + k * NR, b + k * rsb + j, NR * sizeof(float));
+        } else if (csb == 1) {       /* the last, partial panel */
             for (int64_t k = 0; k < K; k++) {
                 memcpy(d + k * NR, b + k * rsb + j, (size_t)nr * sizeof(float));
-                if (nr < NR)
-                    memset(d + k * NR + nr, 0, (size_t)(NR - nr) * sizeof(float));
+                memset(d + k * NR + nr, 0, (size_t)(NR - nr) * sizeof(float));
             }
         } else {                     /* B = W^T: nr streams down W's rows, written a k at a time */
             const float *src = b + j * csb;
