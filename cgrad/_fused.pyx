@@ -237,6 +237,15 @@ cdef cnp.ndarray _f32_c(str fn, str name, object a):
     return <cnp.ndarray>np.ascontiguousarray(a)       # also native and aligned
 
 
+cdef tuple _x_and_g(str fn, object x, object g):
+    """(x, g) of a backward kernel: float32 arrays of one shape, C-contiguous."""
+    a = _f32_c(fn, "x", x)
+    gg = _f32_c(fn, "g", g)
+    if tuple(x.shape) != tuple(g.shape):
+        raise ValueError(f"{fn}: x and g must have one shape, got {x.shape} and {g.shape}")
+    return a, gg
+
+
 def gelu_f32(x):
     """(x * Phi(x), Phi(x)) of a float32 array, as two new C-contiguous arrays."""
     cdef cnp.ndarray a = _f32_c("gelu_f32", "x", x)
@@ -254,12 +263,9 @@ def gelu_f32(x):
 def gelu_bwd_f32(x, cdf, g):
     """g * (Phi(x) + x phi(x)) for float32 x and g of one shape (cdf: Phi(x) of that shape,
     or None to recompute it), as a new C-contiguous array."""
-    cdef cnp.ndarray a = _f32_c("gelu_bwd_f32", "x", x)
-    cdef cnp.ndarray gg = _f32_c("gelu_bwd_f32", "g", g)
+    cdef cnp.ndarray a, gg
+    a, gg = _x_and_g("gelu_bwd_f32", x, g)
     cdef cnp.ndarray c = None
-    if tuple(x.shape) != tuple(g.shape):
-        raise ValueError(f"gelu_bwd_f32: x and g must have one shape, got {x.shape} and "
-                         f"{g.shape}")
     if cdf is not None:
         c = _f32_c("gelu_bwd_f32", "cdf", cdf)
         if tuple(cdf.shape) != tuple(x.shape):
@@ -277,8 +283,8 @@ def gelu_bwd_f32(x, cdf, g):
 
 
 def elu_f32(x, float alpha_scale, float scale):
-    """x > 0 ? x scale : expm1(x) alpha_scale of a float32 array (elu: 1, 1 would be
-    alpha = scale = 1; selu: SELU_ALPHA * SELU_SCALE, SELU_SCALE), a new C-contiguous array."""
+    """x > 0 ? x scale : expm1(x) alpha_scale of a float32 array, a new C-contiguous array
+    (elu: alpha_scale = alpha, scale = 1; selu: SELU_ALPHA * SELU_SCALE, SELU_SCALE)."""
     cdef cnp.ndarray a = _f32_c("elu_f32", "x", x)
     cdef cnp.ndarray y = <cnp.ndarray>np.empty_like(a)
     cdef int64_t n = a.size
@@ -292,11 +298,8 @@ def elu_f32(x, float alpha_scale, float scale):
 def elu_bwd_f32(x, g, float alpha_scale, float scale):
     """g * (x > 0 or nan ? scale : exp(x) alpha_scale) for float32 x and g of one shape, a
     new C-contiguous array."""
-    cdef cnp.ndarray a = _f32_c("elu_bwd_f32", "x", x)
-    cdef cnp.ndarray gg = _f32_c("elu_bwd_f32", "g", g)
-    if tuple(x.shape) != tuple(g.shape):
-        raise ValueError(f"elu_bwd_f32: x and g must have one shape, got {x.shape} and "
-                         f"{g.shape}")
+    cdef cnp.ndarray a, gg
+    a, gg = _x_and_g("elu_bwd_f32", x, g)
     cdef cnp.ndarray out = <cnp.ndarray>np.empty_like(a)
     cdef int64_t n = a.size
     cdef const float *xp = <const float *>cnp.PyArray_DATA(a)
