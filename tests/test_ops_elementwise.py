@@ -1174,11 +1174,11 @@ def _ulps32(got, ref):
 # the forward's Phi and a recomputed one (double backward path) are the same function.
 @pytest.fixture(params=["compiled", "numpy"])
 def gelu_path(request, monkeypatch):
-    """Both float32 GELU paths: cgrad._fused's pass and the NumPy passes."""
+    """Both float32 paths of GELU and ELU: cgrad._fused's passes and the NumPy passes."""
     from cgrad.ops import pointwise
     if request.param == "compiled" and pointwise._fused_ext is None:
         pytest.skip("cgrad._fused not built")
-    monkeypatch.setattr(pointwise, "_GELU_EXT", request.param == "compiled")
+    monkeypatch.setattr(pointwise, "_F32_EXT", request.param == "compiled")
     return request.param
 
 

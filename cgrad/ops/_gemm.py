@@ -60,16 +60,12 @@ def mm(a, b, bias=None):
     dtype) a @ b + bias, added in the kernel's store when it runs (the same bits as adding
     it after the product, without a second pass over the result)."""
     if _kernel_for(a, b):
-        if bias is not None and bias.dtype == _F32:
-            out = _ext.sgemm(a, b, bias=bias)
-            if out is not None:
-                return out
-        else:
-            out = _ext.sgemm(a, b)
-            if out is not None:
-                if bias is not None:
-                    out += bias
-                return out
+        fused = bias is not None and bias.dtype == _F32
+        out = _ext.sgemm(a, b, bias=bias if fused else None)
+        if out is not None:
+            if bias is not None and not fused:
+                out += bias
+            return out
     out = np.matmul(a, b)
     if bias is not None:
         out += bias

@@ -438,12 +438,12 @@ _ERFC_K = np.float32(0.5 * _SQRT1_2)
 # NumPy passes and the backward's 5 become one loop each, with the kernels' own float32 exp
 # (<= 1 ulp; NumPy's <= 2.5), so results differ from the NumPy passes by rounding (the
 # accuracy bounds above hold for both: tests run both). CGRAD_NO_FUSED_EXT=1 at import (or
-# _GELU_EXT = False) selects the NumPy passes.
-from cgrad._fused_switch import FUSED as _fused_ext, ON as _GELU_EXT  # noqa: E402
+# _F32_EXT = False, which also gates ELU's pass) selects the NumPy passes.
+from cgrad._fused_switch import FUSED as _fused_ext, ON as _F32_EXT  # noqa: E402
 
 
 def _ext_f32_ok(x):
-    return _GELU_EXT and type(x) is np.ndarray and x.dtype == np.float32 and x.ndim > 0
+    return _F32_EXT and type(x) is np.ndarray and x.dtype == np.float32 and x.ndim > 0
 
 
 def _gelu_cdf(x):

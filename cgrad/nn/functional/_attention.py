@@ -119,7 +119,7 @@ class _SDPA(Function):
                 out, p = res
                 if ctx is not None:
                     ctx.save_for_backward(query, key, value, mask)
-                    ctx._aux = (p, const_bias, scale, rep, drop, causal, causal)
+                    ctx._aux = (p, const_bias, scale, rep, drop, True, causal)
                 return out
         kr, vr = _repeat_np(k, rep), _repeat_np(v, rep)
         s = np.matmul(q, np.swapaxes(kr, -1, -2))
@@ -135,21 +135,21 @@ class _SDPA(Function):
         out = np.matmul(pd, vr)
         if ctx is not None:
             ctx.save_for_backward(query, key, value, mask)
-            ctx._aux = (p, const_bias, scale, rep, drop, None, causal)
+            ctx._aux = (p, const_bias, scale, rep, drop, False, causal)
         return out
 
     @staticmethod
     def backward(ctx, g):
         query, key, value, mask = ctx.saved_tensors
-        p, const_bias, scale, rep, drop, causal, is_causal = ctx._aux
+        p, const_bias, scale, rep, drop, compiled, is_causal = ctx._aux
         nq, nk, nv, nm = ctx.needs_input_grad[:4]
         if _grad_enabled():
             return (_SDPA._backward_graph(query, key, value, mask, const_bias, scale, rep, drop,
                                           g, (nq, nk, nv, nm), is_causal) + (None,))
         q, k, v, ga = query._data, key._data, value._data, g._data
-        if causal is not None and ga.dtype == np.float32 and ga.shape == p.shape[:-1] + (
+        if compiled and ga.dtype == np.float32 and ga.shape == p.shape[:-1] + (
                 v.shape[-1],):
-            res = _fused_ext.attn_bwd_f32(_c(q), _c(k), _c(v), p, _c(ga), scale, causal)
+            res = _fused_ext.attn_bwd_f32(_c(q), _c(k), _c(v), p, _c(ga), scale, is_causal)
             if res is not None:
                 dq, dk, dv = res
                 return (_wrap(dq) if nq else None, _wrap(dk) if nk else None,
